@@ -1,0 +1,40 @@
+// sg2 command-line tool: dispatches `sg2 <command> ...` to one function per subcommand.
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "commands.h"
+#include "sg2/error.h"
+#include "sg2/model.h"
+
+namespace {
+
+void print_usage(std::ostream& os) {
+  os << "sg2 " << sg2::version() << ": StyleGAN2 inference without Python\n\n"
+     << "usage: sg2 <command> [options]     (sg2 <command> --help for its options)\n\ncommands:\n";
+  for (const sg2::cli::Command& c : sg2::cli::commands()) os << "  " << c.name << std::string(12 - std::strlen(c.name), ' ') << c.summary << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage(std::cerr);
+    return 2;
+  }
+  std::string cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    print_usage(std::cout);
+    return 0;
+  }
+  if (cmd == "--version" || cmd == "version") {
+    std::cout << "sg2 " << sg2::version() << "\n";
+    return 0;
+  }
+  for (const sg2::cli::Command& c : sg2::cli::commands()) {
+    if (cmd == c.name) return sg2::cli::run_guarded(c, argc - 1, argv + 1);
+  }
+  std::cerr << "sg2: unknown command '" << cmd << "'\n\n";
+  print_usage(std::cerr);
+  return 2;
+}

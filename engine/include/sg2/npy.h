@@ -1,0 +1,37 @@
+// sg2: reading and writing NumPy .npy files (format versions 1.0-3.0).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sg2/tensor.h"
+
+namespace sg2 {
+
+/// A raw .npy array: numpy dtype string ("<f4", "<f8", "|u1", ...), shape, C-order bytes.
+struct NpyArray {
+  std::string dtype;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+};
+
+/// Parses a .npy file. Fortran-order arrays are transposed to C order. Throws Error(bad_file)
+/// naming `path` on a bad magic, header, or a payload shorter than the header says.
+NpyArray read_npy(const std::string& path);
+
+/// Reads a float32, float64 or float16 .npy file as float32 (float64 is rounded to nearest).
+/// Throws Error(bad_file) for other dtypes.
+Tensor read_npy_tensor(const std::string& path);
+
+/// Reads a float64 .npy file exactly (float32 is widened). Throws Error(bad_file) otherwise.
+std::vector<double> read_npy_f64(const std::string& path, std::vector<int64_t>* shape = nullptr);
+
+/// Writes `t` as a little-endian float32 .npy (version 1.0). Atomic: written to a temporary
+/// file and renamed. Throws Error(io).
+void write_npy(const std::string& path, const Tensor& t);
+
+/// The bytes of a .npy file holding `t` as float32 (what write_npy writes).
+std::vector<uint8_t> npy_bytes(const Tensor& t);
+
+}  // namespace sg2

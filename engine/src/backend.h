@@ -1,0 +1,40 @@
+// sg2 internal: the interface every backend (cpu, cuda) implements.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "sg2/generator.h"
+#include "sg2/model.h"
+
+namespace sg2 {
+
+/// One backend instance runs one model on one device. Inputs are validated by Generator before
+/// they arrive here (shapes, finite psi, class labels, noise spec sizes), and batches are at
+/// most max_batch() rows.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  /// "cpu", "cuda:0"
+  virtual std::string name() const = 0;
+  /// Largest batch the Generator sends at once when the user sets none.
+  virtual int default_max_batch() const = 0;
+  /// z [N, z_dim] float32, c [N, c_dim] float32 (empty when c_dim = 0) -> ws [N, num_ws, w_dim].
+  /// Truncation with psi != 1 lerps rows [0, cutoff) toward mapping.w_avg (spec §1.6).
+  virtual Tensor map(const Tensor& z, const Tensor& c, const Truncation& trunc) = 0;
+  /// ws [N, num_ws, w_dim] -> img [N, img_channels, R, R]. For NoiseMode::random, noise.keys has
+  /// N entries; noise.maps is empty or has N rows of num_ws-1 maps. When dump_dir is non-empty,
+  /// every block's x and img (and the mapping outputs, in map) are written there as .npy.
+  virtual Tensor synthesize(const Tensor& ws, const NoiseSpec& noise, const std::string& dump_dir) = 0;
+};
+
+/// The plain C++ float32 reference backend. Throws Error(invalid_argument) for tf32 / fp16.
+std::unique_ptr<Backend> make_cpu_backend(const Model& model, Precision precision);
+
+/// The CUDA backend on device `index`. In a build without CUDA, throws Error(device) saying so.
+std::unique_ptr<Backend> make_cuda_backend(const Model& model, int index, Precision precision);
+
+/// Number of usable CUDA devices (0 in a build without CUDA); `why` gets the reason when 0.
+int cuda_device_count(std::string* why);
+
+}  // namespace sg2

@@ -1,0 +1,289 @@
+// sg2 internal: file helpers (see file_util.h).
+#include "file_util.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "sg2/error.h"
+
+namespace sg2::detail {
+
+namespace {
+std::string errno_text() { return std::strerror(errno); }
+}  // namespace
+
+MappedFile::MappedFile(const std::string& path) : path_(path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(ErrorKind::io, path, ": cannot open: ", errno_text());
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    fail(ErrorKind::io, path, ": cannot stat: ", errno_text());
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    fail(ErrorKind::io, path, ": is a directory, not a file");
+  }
+  size_ = static_cast<size_t>(st.st_size);
+  if (size_ > 0) {
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      ::close(fd);
+      fail(ErrorKind::io, path, ": cannot map ", size_, " bytes: ", errno_text());
+    }
+    data_ = static_cast<const uint8_t*>(p);
+  }
+  ::close(fd);
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+MappedFile::MappedFile(MappedFile&& o) noexcept : path_(std::move(o.path_)), data_(o.data_), size_(o.size_) {
+  o.data_ = nullptr;
+  o.size_ = 0;
+}
+
+MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
+  if (this != &o) {
+    if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+    path_ = std::move(o.path_);
+    data_ = o.data_;
+    size_ = o.size_;
+    o.data_ = nullptr;
+    o.size_ = 0;
+  }
+  return *this;
+}
+
+std::vector<uint8_t> read_file(const std::string& path) {
+  MappedFile m(path);
+  return std::vector<uint8_t>(m.data(), m.data() + m.size());
+}
+
+void write_all(std::FILE* f, const void* data, size_t size, const std::string& path) {
+  if (size == 0) return;
+  if (std::fwrite(data, 1, size, f) != size) fail(ErrorKind::io, path, ": write failed: ", errno_text());
+}
+
+void write_file_atomic(const std::string& path, const std::function<void(std::FILE*)>& write) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) fail(ErrorKind::io, path, ": cannot write: ", errno_text());
+  try {
+    write(f);
+    if (std::fflush(f) != 0) fail(ErrorKind::io, path, ": write failed: ", errno_text());
+  } catch (...) {
+    std::fclose(f);
+    std::remove(tmp.c_str());
+    throw;
+  }
+  if (std::fclose(f) != 0) {
+    std::remove(tmp.c_str());
+    fail(ErrorKind::io, path, ": write failed: ", errno_text());
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string why = errno_text();
+    std::remove(tmp.c_str());
+    fail(ErrorKind::io, path, ": cannot rename into place: ", why);
+  }
+}
+
+void write_file_atomic(const std::string& path, const void* data, size_t size) {
+  write_file_atomic(path, [&](std::FILE* f) { write_all(f, data, size, path); });
+}
+
+void make_dirs(const std::string& path) {
+  if (path.empty()) return;
+  std::string cur;
+  size_t pos = 0;
+  while (pos <= path.size()) {
+    size_t next = path.find('/', pos);
+    if (next == std::string::npos) next = path.size();
+    cur = path.substr(0, next);
+    pos = next + 1;
+    if (cur.empty()) continue;
+    struct stat st {};
+    if (::stat(cur.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) fail(ErrorKind::io, path, ": cannot create directory: ", cur, " is a file");
+      continue;
+    }
+    if (::mkdir(cur.c_str(), 0777) != 0 && errno != EEXIST)
+      fail(ErrorKind::io, path, ": cannot create directory: ", errno_text());
+  }
+}
+
+std::string base_name(const std::string& path) {
+  size_t p = path.find_last_of('/');
+  return p == std::string::npos ? path : path.substr(p + 1);
+}
+
+// --- SHA-256 (FIPS 180-4) -----------------------------------------------------------------
+
+namespace {
+
+constexpr std::array<uint32_t, 64> kSha256K = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+inline uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+
+struct Sha256 {
+  std::array<uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                               0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  uint8_t buf[64];
+  size_t buf_len = 0;
+  uint64_t total = 0;
+
+  void block(const uint8_t* p) {
+    uint32_t w[64];
+    for (int i = 0; i < 16; ++i)
+      w[i] = (uint32_t(p[4 * i]) << 24) | (uint32_t(p[4 * i + 1]) << 16) | (uint32_t(p[4 * i + 2]) << 8) |
+             uint32_t(p[4 * i + 3]);
+    for (int i = 16; i < 64; ++i) {
+      uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+      uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+    for (int i = 0; i < 64; ++i) {
+      uint32_t s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25);
+      uint32_t ch = (e & f) ^ (~e & g);
+      uint32_t t1 = hh + s1 + ch + kSha256K[i] + w[i];
+      uint32_t s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22);
+      uint32_t maj = (a & b) ^ (a & c) ^ (b & c);
+      uint32_t t2 = s0 + maj;
+      hh = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
+    }
+    h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+  }
+
+  void update(const uint8_t* p, size_t n) {
+    total += n;
+    if (buf_len > 0) {
+      size_t take = std::min(n, 64 - buf_len);
+      std::memcpy(buf + buf_len, p, take);
+      buf_len += take;
+      p += take;
+      n -= take;
+      if (buf_len == 64) {
+        block(buf);
+        buf_len = 0;
+      }
+    }
+    while (n >= 64) {
+      block(p);
+      p += 64;
+      n -= 64;
+    }
+    if (n > 0) {
+      std::memcpy(buf, p, n);
+      buf_len = n;
+    }
+  }
+
+  std::string hex() {
+    uint64_t bits = total * 8;
+    uint8_t pad = 0x80;
+    update(&pad, 1);
+    uint8_t zero = 0;
+    while (buf_len != 56) update(&zero, 1);
+    uint8_t len[8];
+    for (int i = 0; i < 8; ++i) len[i] = uint8_t(bits >> (56 - 8 * i));
+    update(len, 8);
+    static const char* digits = "0123456789abcdef";
+    std::string out;
+    for (uint32_t v : h)
+      for (int i = 28; i >= 0; i -= 4) out.push_back(digits[(v >> i) & 15]);
+    return out;
+  }
+};
+
+}  // namespace
+
+std::string sha256_hex(const uint8_t* data, size_t size) {
+  Sha256 s;
+  s.update(data, size);
+  return s.hex();
+}
+
+std::string sha256_file(const std::string& path) {
+  MappedFile m(path);
+  return sha256_hex(m.data(), m.size());
+}
+
+// --- half / bfloat16 ------------------------------------------------------------------------
+
+float half_to_float(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t man = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0) {
+    if (man == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      int e = -1;
+      do {
+        ++e;
+        man <<= 1;
+      } while ((man & 0x400) == 0);
+      man &= 0x3ff;
+      bits = sign | (uint32_t(127 - 15 - e) << 23) | (man << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (man << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+float bf16_to_float(uint16_t b) {
+  uint32_t bits = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t float_to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000;
+  uint32_t absx = x & 0x7fffffff;
+  if (absx >= 0x7f800000) return uint16_t(sign | 0x7c00 | (absx > 0x7f800000 ? 0x200 : 0));
+  if (absx >= 0x477ff000) return uint16_t(sign | 0x7c00);  // rounds to >= 65520 -> inf
+  if (absx < 0x38800000) {                                  // subnormal or zero in half
+    if (absx < 0x33000000) return uint16_t(sign);           // < 2^-25 rounds to 0
+    uint32_t e = absx >> 23;
+    uint32_t m = (absx & 0x7fffff) | 0x800000;
+    int shift = int(126 - e);  // value = m * 2^(e-150); in units of 2^-24: m >> (126 - e)
+    uint32_t r = m >> shift;
+    uint32_t rem = m & ((1u << shift) - 1);
+    uint32_t half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (r & 1))) ++r;
+    return uint16_t(sign | r);
+  }
+  uint32_t r = ((absx - 0x38000000) >> 13);
+  uint32_t rem = absx & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (r & 1))) ++r;
+  return uint16_t(sign | r);
+}
+
+}  // namespace sg2::detail

@@ -1,0 +1,71 @@
+// sg2 internal: files — whole-file reads, memory maps, atomic writes, sha256.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace sg2::detail {
+
+/// A read-only memory map of a whole file (move-only RAII). An empty file maps to size 0.
+class MappedFile {
+ public:
+  /// Throws Error(io) naming `path` when it cannot be opened, is a directory, or cannot be mapped.
+  explicit MappedFile(const std::string& path);
+  ~MappedFile();
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+/// Reads a whole file. Throws Error(io) naming `path`.
+std::vector<uint8_t> read_file(const std::string& path);
+
+/// Writes a file atomically: `write` fills a temporary file in the same directory, which is
+/// flushed and renamed onto `path`; on any failure the temporary is removed and Error(io) is
+/// thrown, so `path` is either the complete new file or untouched.
+void write_file_atomic(const std::string& path,
+                       const std::function<void(std::FILE*)>& write);
+void write_file_atomic(const std::string& path, const void* data, size_t size);
+
+/// Writes `size` bytes to `f`, throwing Error(io) mentioning `path` on a short write.
+void write_all(std::FILE* f, const void* data, size_t size, const std::string& path);
+
+/// Creates a directory and its parents (like mkdir -p). Throws Error(io).
+void make_dirs(const std::string& path);
+
+/// Lowercase hex SHA-256 of a byte range / of a whole file (streamed).
+std::string sha256_hex(const uint8_t* data, size_t size);
+std::string sha256_file(const std::string& path);
+
+/// The last path component ("a/b/c.pkl" -> "c.pkl").
+std::string base_name(const std::string& path);
+
+/// Little-endian loads (unaligned-safe).
+inline uint16_t load_le16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
+inline uint32_t load_le32(const uint8_t* p) {
+  return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
+}
+inline uint64_t load_le64(const uint8_t* p) {
+  return uint64_t(load_le32(p)) | (uint64_t(load_le32(p + 4)) << 32);
+}
+
+/// IEEE half / bfloat16 -> float.
+float half_to_float(uint16_t h);
+float bf16_to_float(uint16_t b);
+/// float -> IEEE half, round to nearest even (overflow -> inf).
+uint16_t float_to_half(float f);
+
+}  // namespace sg2::detail

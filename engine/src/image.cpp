@@ -1,0 +1,116 @@
+// sg2: uint8 conversion and PNG files (image.h). PNG encoding/decoding by stb (libstb-dev).
+#include "sg2/image.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "file_util.h"
+#include "sg2/error.h"
+
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#define STB_IMAGE_WRITE_STATIC
+#define STB_IMAGE_IMPLEMENTATION
+#define STB_IMAGE_STATIC
+#define STBI_ONLY_PNG
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#endif
+#include <stb_image.h>
+#include <stb_image_write.h>
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+namespace sg2 {
+
+Image8 to_image8(const Tensor& img, int64_t n) {
+  if (img.ndim() != 4) fail(ErrorKind::invalid_argument, "to_image8: expected [N, C, H, W], got ", img.shape_str());
+  const int64_t N = img.dim(0), C = img.dim(1), H = img.dim(2), W = img.dim(3);
+  if (n < 0 || n >= N) fail(ErrorKind::invalid_argument, "to_image8: image index ", n, " out of range [0, ", N, ")");
+  if (C < 1 || C > 4) fail(ErrorKind::invalid_argument, "to_image8: ", C, " channels cannot be stored as an 8-bit image");
+  Image8 out;
+  out.width = static_cast<int>(W);
+  out.height = static_cast<int>(H);
+  out.channels = static_cast<int>(C);
+  out.pixels.resize(static_cast<size_t>(H * W * C));
+  const float* base = img.data() + n * C * H * W;
+  for (int64_t c = 0; c < C; ++c) {
+    for (int64_t i = 0; i < H * W; ++i) {
+      volatile float scaled = base[c * H * W + i] * 127.5f;  // two roundings, as the official code
+      float v = scaled + 128.0f;
+      uint8_t u;
+      if (!(v > 0.0f)) u = 0;  // also NaN
+      else if (v >= 255.0f) u = 255;
+      else u = static_cast<uint8_t>(v);  // truncation
+      out.pixels[static_cast<size_t>(i * C + c)] = u;
+    }
+  }
+  return out;
+}
+
+namespace {
+void append_bytes(void* ctx, void* data, int size) {
+  auto* v = static_cast<std::vector<uint8_t>*>(ctx);
+  const auto* p = static_cast<const uint8_t*>(data);
+  v->insert(v->end(), p, p + size);
+}
+}  // namespace
+
+void write_png(const std::string& path, const Image8& image) {
+  if (image.width <= 0 || image.height <= 0 || image.channels < 1 || image.channels > 4 ||
+      image.pixels.size() != size_t(image.width) * size_t(image.height) * size_t(image.channels))
+    fail(ErrorKind::invalid_argument, path, ": cannot write a ", image.width, "x", image.height, "x", image.channels,
+         " image with ", image.pixels.size(), " bytes");
+  std::vector<uint8_t> png;
+  int ok = stbi_write_png_to_func(append_bytes, &png, image.width, image.height, image.channels, image.pixels.data(),
+                                  image.width * image.channels);
+  if (!ok || png.empty()) fail(ErrorKind::io, path, ": PNG encoding failed");
+  detail::write_file_atomic(path, png.data(), png.size());
+}
+
+Image8 read_png(const std::string& path) {
+  detail::MappedFile m(path);
+  if (m.size() < 8 || std::memcmp(m.data(), "\x89PNG\r\n\x1a\n", 8) != 0)
+    fail(ErrorKind::bad_file, path, ": not a PNG file");
+  if (m.size() > (size_t(1) << 30)) fail(ErrorKind::bad_file, path, ": PNG file too large");
+  int w = 0, h = 0, c = 0;
+  stbi_uc* px = stbi_load_from_memory(m.data(), static_cast<int>(m.size()), &w, &h, &c, 0);
+  if (px == nullptr) fail(ErrorKind::bad_file, path, ": cannot decode PNG: ", stbi_failure_reason());
+  Image8 out;
+  out.width = w;
+  out.height = h;
+  out.channels = c;
+  out.pixels.assign(px, px + size_t(w) * size_t(h) * size_t(c));
+  stbi_image_free(px);
+  return out;
+}
+
+Image8 make_grid(const std::vector<Image8>& images, int cols, int rows) {
+  if (cols <= 0 || rows <= 0) fail(ErrorKind::invalid_argument, "grid ", cols, "x", rows, " must be positive");
+  if (images.empty()) fail(ErrorKind::invalid_argument, "grid of no images");
+  if (images.size() > size_t(cols) * size_t(rows))
+    fail(ErrorKind::invalid_argument, "grid ", cols, "x", rows, " holds ", cols * rows, " images, not ", images.size());
+  const Image8& f = images[0];
+  for (const Image8& im : images)
+    if (im.width != f.width || im.height != f.height || im.channels != f.channels)
+      fail(ErrorKind::invalid_argument, "grid images differ in size or channels");
+  Image8 g;
+  g.width = f.width * cols;
+  g.height = f.height * rows;
+  g.channels = f.channels;
+  g.pixels.assign(size_t(g.width) * g.height * g.channels, 0);
+  const size_t row_bytes = size_t(f.width) * f.channels;
+  for (size_t k = 0; k < images.size(); ++k) {
+    int gx = int(k % cols), gy = int(k / cols);
+    for (int y = 0; y < f.height; ++y) {
+      uint8_t* dst = g.pixels.data() + (size_t(gy * f.height + y) * g.width + size_t(gx) * f.width) * g.channels;
+      std::memcpy(dst, images[k].pixels.data() + size_t(y) * row_bytes, row_bytes);
+    }
+  }
+  return g;
+}
+
+}  // namespace sg2

@@ -1,0 +1,178 @@
+// sg2: .npy reading and writing (npy.h).
+#include "sg2/npy.h"
+
+#include <cstring>
+#include <string>
+
+#include "file_util.h"
+#include "sg2/error.h"
+
+namespace sg2 {
+
+namespace {
+
+// Finds `'key': value` in a numpy header dict and returns the raw value text.
+std::string header_value(const std::string& header, const std::string& key, const std::string& path) {
+  std::string pat = "'" + key + "'";
+  size_t p = header.find(pat);
+  if (p == std::string::npos) fail(ErrorKind::bad_file, path, ": .npy header has no '", key, "'");
+  p = header.find(':', p + pat.size());
+  if (p == std::string::npos) fail(ErrorKind::bad_file, path, ": malformed .npy header");
+  ++p;
+  while (p < header.size() && header[p] == ' ') ++p;
+  size_t end = p;
+  if (p < header.size() && header[p] == '(') {
+    end = header.find(')', p);
+    if (end == std::string::npos) fail(ErrorKind::bad_file, path, ": malformed .npy shape");
+    return header.substr(p, end - p + 1);
+  }
+  if (p < header.size() && header[p] == '\'') {
+    end = header.find('\'', p + 1);
+    if (end == std::string::npos) fail(ErrorKind::bad_file, path, ": malformed .npy header string");
+    return header.substr(p + 1, end - p - 1);
+  }
+  while (end < header.size() && header[end] != ',' && header[end] != '}') ++end;
+  return header.substr(p, end - p);
+}
+
+size_t dtype_size(const std::string& dtype, const std::string& path) {
+  if (dtype.size() < 3) fail(ErrorKind::bad_file, path, ": unsupported .npy dtype '", dtype, "'");
+  char order = dtype[0];
+  if (order == '>' && dtype != ">u1" && dtype != ">i1")
+    fail(ErrorKind::unsupported, path, ": big-endian .npy dtype '", dtype, "' is not supported");
+  int n = std::atoi(dtype.c_str() + 2);
+  if (n != 1 && n != 2 && n != 4 && n != 8) fail(ErrorKind::bad_file, path, ": unsupported .npy dtype '", dtype, "'");
+  return static_cast<size_t>(n);
+}
+
+}  // namespace
+
+NpyArray read_npy(const std::string& path) {
+  detail::MappedFile m(path);
+  const uint8_t* d = m.data();
+  size_t n = m.size();
+  if (n < 10 || std::memcmp(d, "\x93NUMPY", 6) != 0) fail(ErrorKind::bad_file, path, ": not a .npy file (bad magic)");
+  int major = d[6];
+  size_t header_len, offset;
+  if (major == 1) {
+    header_len = detail::load_le16(d + 8);
+    offset = 10;
+  } else if (major == 2 || major == 3) {
+    if (n < 12) fail(ErrorKind::bad_file, path, ": truncated .npy header");
+    header_len = detail::load_le32(d + 8);
+    offset = 12;
+  } else {
+    fail(ErrorKind::bad_file, path, ": unsupported .npy version ", major);
+  }
+  if (header_len > n - offset) fail(ErrorKind::bad_file, path, ": truncated .npy header");
+  std::string header(reinterpret_cast<const char*>(d + offset), header_len);
+  NpyArray a;
+  a.dtype = header_value(header, "descr", path);
+  std::string fortran = header_value(header, "fortran_order", path);
+  std::string shape = header_value(header, "shape", path);
+  for (size_t i = 1; i < shape.size();) {
+    while (i < shape.size() && (shape[i] == ' ' || shape[i] == ',')) ++i;
+    if (i >= shape.size() || shape[i] == ')') break;
+    char* end = nullptr;
+    long long v = std::strtoll(shape.c_str() + i, &end, 10);
+    if (end == shape.c_str() + i || v < 0) fail(ErrorKind::bad_file, path, ": malformed .npy shape ", shape);
+    a.shape.push_back(v);
+    i = static_cast<size_t>(end - shape.c_str());
+  }
+  size_t es = dtype_size(a.dtype, path);
+  int64_t count = Tensor::numel_of(a.shape);
+  size_t data_off = offset + header_len;
+  if (count < 0 || static_cast<uint64_t>(count) > (n - data_off) / es)
+    fail(ErrorKind::bad_file, path, ": .npy payload is shorter than its shape ", shape_to_string(a.shape), " needs");
+  size_t bytes = static_cast<size_t>(count) * es;
+  a.bytes.assign(d + data_off, d + data_off + bytes);
+  if (fortran.find("True") != std::string::npos && a.shape.size() > 1) {
+    // Transpose Fortran order to C order.
+    std::vector<uint8_t> c(bytes);
+    size_t nd = a.shape.size();
+    std::vector<int64_t> idx(nd, 0);
+    for (int64_t lin = 0; lin < count; ++lin) {
+      // idx is the C-order index of element `lin`; compute its Fortran offset.
+      int64_t foff = 0, stride = 1;
+      for (size_t k = 0; k < nd; ++k) {
+        foff += idx[k] * stride;
+        stride *= a.shape[k];
+      }
+      std::memcpy(c.data() + lin * es, a.bytes.data() + foff * es, es);
+      for (size_t k = nd; k-- > 0;) {
+        if (++idx[k] < a.shape[k]) break;
+        idx[k] = 0;
+      }
+    }
+    a.bytes.swap(c);
+  }
+  return a;
+}
+
+Tensor read_npy_tensor(const std::string& path) {
+  NpyArray a = read_npy(path);
+  int64_t count = Tensor::numel_of(a.shape);
+  std::vector<float> v(static_cast<size_t>(count));
+  const std::string& t = a.dtype;
+  if (t == "<f4" || t == "=f4") {
+    std::memcpy(v.data(), a.bytes.data(), v.size() * 4);
+  } else if (t == "<f8" || t == "=f8") {
+    for (int64_t i = 0; i < count; ++i) {
+      double x;
+      std::memcpy(&x, a.bytes.data() + i * 8, 8);
+      v[static_cast<size_t>(i)] = static_cast<float>(x);
+    }
+  } else if (t == "<f2" || t == "=f2") {
+    for (int64_t i = 0; i < count; ++i) v[static_cast<size_t>(i)] = detail::half_to_float(detail::load_le16(a.bytes.data() + i * 2));
+  } else {
+    fail(ErrorKind::bad_file, path, ": expected a float32/float64/float16 array, found dtype '", t, "'");
+  }
+  return Tensor(a.shape, std::move(v));
+}
+
+std::vector<double> read_npy_f64(const std::string& path, std::vector<int64_t>* shape) {
+  NpyArray a = read_npy(path);
+  int64_t count = Tensor::numel_of(a.shape);
+  std::vector<double> v(static_cast<size_t>(count));
+  if (a.dtype == "<f8" || a.dtype == "=f8") {
+    std::memcpy(v.data(), a.bytes.data(), v.size() * 8);
+  } else if (a.dtype == "<f4" || a.dtype == "=f4") {
+    for (int64_t i = 0; i < count; ++i) {
+      float x;
+      std::memcpy(&x, a.bytes.data() + i * 4, 4);
+      v[static_cast<size_t>(i)] = x;
+    }
+  } else {
+    fail(ErrorKind::bad_file, path, ": expected a float64 array, found dtype '", a.dtype, "'");
+  }
+  if (shape) *shape = a.shape;
+  return v;
+}
+
+std::vector<uint8_t> npy_bytes(const Tensor& t) {
+  std::string dims;
+  for (size_t i = 0; i < t.shape().size(); ++i) dims += (i ? ", " : "") + std::to_string(t.shape()[i]);
+  if (t.shape().size() == 1) dims += ",";
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+  // Pad with spaces so that magic(6)+version(2)+len(2)+header+'\n' is a multiple of 64.
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header.push_back('\n');
+  std::vector<uint8_t> out;
+  out.reserve(10 + header.size() + t.vec().size() * 4);
+  const uint8_t magic[8] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
+  out.insert(out.end(), magic, magic + 8);
+  out.push_back(uint8_t(header.size() & 0xff));
+  out.push_back(uint8_t(header.size() >> 8));
+  out.insert(out.end(), header.begin(), header.end());
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(t.data());
+  out.insert(out.end(), p, p + t.vec().size() * 4);
+  return out;
+}
+
+void write_npy(const std::string& path, const Tensor& t) {
+  std::vector<uint8_t> b = npy_bytes(t);
+  detail::write_file_atomic(path, b.data(), b.size());
+}
+
+}  // namespace sg2

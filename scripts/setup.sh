@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what sg2's build needs on Debian 12 / Ubuntu, only what is missing (idempotent).
+# Usage: scripts/setup.sh            (called by scripts/demo.sh and scripts/test.sh)
+set -euo pipefail
+
+packages=(cmake g++ ninja-build pkg-config libcxxopts-dev nlohmann-json3-dev libstb-dev libgtest-dev)
+if [[ "${SG2_WITH_FUZZ:-1}" == "1" ]]; then packages+=(clang); fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if (( ${#missing[@]} )); then
+  echo "sg2 setup: installing ${missing[*]}"
+  sudo_cmd=()
+  if [[ $(id -u) -ne 0 ]]; then
+    if command -v sudo >/dev/null; then sudo_cmd=(sudo); else
+      echo "sg2 setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1
+    fi
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -q
+  "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "sg2 setup: all build dependencies are installed"
+fi
+
+# The CUDA toolkit is optional; when it sits in /usr/local/cuda but not on PATH, use it.
+if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  echo "sg2 setup: using the CUDA toolkit in /usr/local/cuda"
+fi
