@@ -1,6 +1,7 @@
 // sg2 CLI: command table and error handling (commands.h).
 #include "commands.h"
 
+#include <algorithm>
 #include <exception>
 #include <iostream>
 #include <new>
@@ -9,9 +10,22 @@
 
 namespace sg2::cli {
 
-const std::vector<Command>& commands() {
-  static const std::vector<Command> table = {};
+namespace {
+std::vector<Command>& registry() {
+  static std::vector<Command> table;
   return table;
+}
+}  // namespace
+
+bool register_command(const Command& c) {
+  registry().push_back(c);
+  return true;
+}
+
+std::vector<Command> commands() {
+  std::vector<Command> v = registry();
+  std::stable_sort(v.begin(), v.end(), [](const Command& a, const Command& b) { return a.order < b.order; });
+  return v;
 }
 
 int run_guarded(const Command& c, int argc, char** argv) {

@@ -1,4 +1,8 @@
-// sg2 CLI: the table of subcommands and the shared error handling.
+// sg2 CLI: the registry of subcommands and the shared error handling.
+//
+// Each subcommand lives in its own file and registers itself:
+//   static int run_generate(int argc, char** argv);
+//   SG2_COMMAND(generate, 10, "images from seeds", run_generate);
 #pragma once
 
 #include <vector>
@@ -9,15 +13,22 @@ namespace sg2::cli {
 /// returns the process exit code.
 struct Command {
   const char* name;
+  int order;            ///< position in `sg2 --help`
   const char* summary;
   int (*run)(int argc, char** argv);
 };
 
-/// Every subcommand, in the order `sg2 --help` lists them.
-const std::vector<Command>& commands();
+/// Every registered subcommand, sorted by order.
+std::vector<Command> commands();
+
+/// Adds a command to the registry (used by SG2_COMMAND at static-initialisation time).
+bool register_command(const Command& c);
 
 /// Runs a command, turning sg2::Error and other exceptions into a one-line message on stderr
-/// and an exit code (1 for failures, 2 for usage errors).
+/// and an exit code (2 for invalid arguments, 1 for every other failure).
 int run_guarded(const Command& c, int argc, char** argv);
 
 }  // namespace sg2::cli
+
+#define SG2_COMMAND(name, order, summary, fn) \
+  static const bool sg2_registered_##name = ::sg2::cli::register_command({#name, order, summary, fn})
