@@ -233,11 +233,20 @@ void AdaConverter::derive_synthesis(ModelConfig& cfg) {
   }
   if (clamp && *clamp) cfg.synthesis.conv_clamp = static_cast<float>(**clamp);
   cfg.synthesis.use_noise = noise.value_or(true);
-  // The resample filter: every stored buffer must be the same separable filter.
+  // The resample filter: every buffer that is used (upsampling blocks r >= 8, their conv0 and
+  // skip layers) must hold the same separable filter. Layers with up = 1 (conv1) keep the
+  // default filter of their constructor, which they never use, so they are not compared.
   std::optional<Tensor> filter;
-  for (const auto& [name, node] : flat_.tensors) {
-    if (name.size() < 16 || name.compare(name.size() - 16, 16, ".resample_filter") != 0) continue;
-    Tensor f = ck_.tensors->read(node, name);
+  std::vector<std::string> used_filters;
+  for (int r : blocks) {
+    const std::string b = "synthesis.b" + std::to_string(r);
+    if (r == 4 && blocks.size() > 1) continue;
+    for (const char* m : {"", ".conv0", ".skip"}) used_filters.push_back(b + m + ".resample_filter");
+  }
+  for (const std::string& name : used_filters) {
+    auto it = flat_.tensors.find(name);
+    if (it == flat_.tensors.end()) continue;
+    Tensor f = ck_.tensors->read(it->second, name);
     if (!filter) filter = f;
     else if (f.shape() != filter->shape() || f.vec() != filter->vec())
       fail(ErrorKind::unsupported, what_, ": unsupported: layers use different resample filters (", name, ")");
