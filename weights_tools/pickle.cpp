@@ -357,9 +357,41 @@ class Machine {
     if (!digits.empty() && digits[0] == '+') digits.remove_prefix(1);
     int64_t v = 0;
     auto r = std::from_chars(digits.data(), digits.data() + digits.size(), v, 10);
-    if (digits.empty() || r.ec != std::errc() || r.ptr != digits.data() + digits.size())
-      broken("not an integer (or one beyond 64 bits): '" + printable(s) + "'");
-    return make_int(v);
+    if (!digits.empty() && r.ec == std::errc() && r.ptr == digits.data() + digits.size()) return make_int(v);
+    return text_big_int(digits);
+  }
+  /// A decimal integer beyond 64 bits as little-endian two's complement bytes (like LONG1).
+  /// At most 4300 digits, Python's own limit for int(str).
+  Node* text_big_int(std::string_view digits) {
+    bool negative = false;
+    if (!digits.empty() && digits[0] == '-') {
+      negative = true;
+      digits.remove_prefix(1);
+    }
+    if (digits.empty() || digits.size() > 4300 || digits.find_first_not_of("0123456789") != std::string_view::npos)
+      broken("not an integer: '" + printable(digits) + "'");
+    std::vector<uint8_t> mag{0};  // little-endian magnitude
+    for (char ch : digits) {
+      unsigned carry = static_cast<unsigned>(ch - '0');
+      for (uint8_t& b : mag) {
+        unsigned v = b * 10u + carry;
+        b = static_cast<uint8_t>(v & 0xff);
+        carry = v >> 8;
+      }
+      if (carry) mag.push_back(static_cast<uint8_t>(carry));
+    }
+    mag.push_back(0);  // room for the sign bit
+    if (negative) {    // two's complement
+      unsigned carry = 1;
+      for (uint8_t& b : mag) {
+        unsigned v = static_cast<uint8_t>(~b) + carry;
+        b = static_cast<uint8_t>(v & 0xff);
+        carry = v >> 8;
+      }
+    }
+    while (mag.size() > 1 && ((mag.back() == 0 && !(mag[mag.size() - 2] & 0x80)) || (mag.back() == 0xff && (mag[mag.size() - 2] & 0x80))))
+      mag.pop_back();
+    return make_long(doc_.keep(std::string(mag.begin(), mag.end())));
   }
   uint64_t text_index(std::string_view s) {
     uint64_t v = 0;
