@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(cmake g++ ninja-build pkg-config libcxxopts-dev nlohmann-json3-dev libstb-dev libgtest-dev)
-if [[ "${SG2_WITH_FUZZ:-1}" == "1" ]]; then packages+=(clang); fi
+if [[ "${SG2_WITH_FUZZ:-1}" == "1" ]]; then packages+=(clang libclang-rt-14-dev); fi
 
 missing=()
 for p in "${packages[@]}"; do

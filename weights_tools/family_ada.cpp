@@ -270,6 +270,7 @@ Conversion AdaConverter::run(const Node* g) {
   const bool sg3 = get("synthesis.b4", "fused_modconv_default") != nullptr || get("synthesis", "num_fp16_res") != nullptr ||
                    pickle::dict_get(init, "channel_base") != nullptr || pickle::dict_get(init, "fused_modconv_default") != nullptr;
   out.family = sg3 ? "stylegan3" : "stylegan2-ada-pytorch";
+  check_config(cfg, what_);
   // Tensors: exactly the expected names; resample filters dropped.
   std::map<std::string, bool> used;
   for (const auto& [name, expect_shape] : expected_tensors(cfg)) {

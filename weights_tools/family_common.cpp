@@ -79,6 +79,20 @@ std::vector<int> fp16_resolutions(int img_resolution, int num_fp16_res) {
   return out;
 }
 
+int whole_number(double v, const std::string& what, const char* name) {
+  if (!std::isfinite(v) || std::fabs(v) > double(1 << 30) || v != std::floor(v))
+    fail(ErrorKind::bad_file, what, ": ", name, " is ", v, ", not a whole number in range");
+  return static_cast<int>(v);
+}
+
+void check_config(const ModelConfig& config, const std::string& what) {
+  try {
+    config.validate();
+  } catch (const Error& e) {
+    fail(ErrorKind::bad_file, what, ": ", e.what());
+  }
+}
+
 void check_converted(const Model& model, const std::string& what) {
   const auto problems = validate_model(model);
   if (problems.empty()) return;

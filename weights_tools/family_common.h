@@ -42,4 +42,12 @@ void check_converted(const Model& model, const std::string& what);
 /// log2 of a power of two, or -1.
 int log2_exact(int64_t v);
 
+/// `v` as an int when it is a whole number in [-2^30, 2^30]; else Error(bad_file) naming `what`
+/// and `name` (no float-to-int overflow on hostile values).
+int whole_number(double v, const std::string& what, const char* name);
+
+/// Validates a derived configuration before any tensor is allocated for it; Error(bad_file)
+/// naming `what` (e.g. a 2^31-wide layer claimed by a corrupt shape).
+void check_config(const ModelConfig& config, const std::string& what);
+
 }  // namespace sg2::weights

@@ -130,6 +130,7 @@ Conversion RosinalityConverter::run(const Node* top, const Node* g_ema) {
       fail(ErrorKind::unsupported, what_, ": unsupported: different blur kernels (", name, ")");
   }
   if (filter) cfg.synthesis.resample_filter = filter_taps(*filter, what_);
+  check_config(cfg, what_);
   // Tensors.
   auto& T = out.model.tensors;
   for (int i = 0; i < M; ++i) {

@@ -174,10 +174,10 @@ Conversion TfConverter::run(const Node* gs) {
   if (kw_str("nonlinearity", "lrelu") != "lrelu") fail(ErrorKind::unsupported, what_, ": unsupported: synthesis nonlinearity");
   // Synthesis: blocks, channels, architecture.
   int R = 4;
-  while (has("synthesis/" + std::to_string(R * 2) + "x" + std::to_string(R * 2) + "/Conv1/weight")) R *= 2;
+  while (R < (1 << 14) && has("synthesis/" + std::to_string(R * 2) + "x" + std::to_string(R * 2) + "/Conv1/weight")) R *= 2;
   cfg.img_resolution = R;
   cfg.num_ws = 2 * log2_exact(R) - 2;
-  if (auto res = kw_num("resolution"); res && static_cast<int>(*res) != R)
+  if (auto res = kw_num("resolution"); res && whole_number(*res, what_, "resolution") != R)
     fail(ErrorKind::bad_file, what_, ": static kwarg resolution ", *res, " contradicts the variables (", R, ")");
   auto block = [](int r) { return "synthesis/" + std::to_string(r) + "x" + std::to_string(r) + "/"; };
   bool all_torgb = true, any_skip = false;
@@ -196,7 +196,7 @@ Conversion TfConverter::run(const Node* gs) {
     fail(ErrorKind::unsupported, what_, ": unsupported: architecture kwarg '", pickle::printable(cfg.synthesis.architecture),
          "' but the variables form '", inferred, "'");
   if (auto c = kw_num("conv_clamp")) cfg.synthesis.conv_clamp = static_cast<float>(*c);
-  cfg.synthesis.fp16_resolutions = fp16_resolutions(R, static_cast<int>(kw_num("num_fp16_res").value_or(0)));
+  cfg.synthesis.fp16_resolutions = fp16_resolutions(R, whole_number(kw_num("num_fp16_res").value_or(0), what_, "num_fp16_res"));
   cfg.synthesis.use_noise = has("synthesis/noise0");
   if (auto un = pickle::as_bool(kwarg("use_noise")); un && *un != cfg.synthesis.use_noise)
     fail(ErrorKind::bad_file, what_, ": use_noise kwarg contradicts the noise variables");
@@ -215,6 +215,7 @@ Conversion TfConverter::run(const Node* gs) {
     }
     cfg.synthesis.resample_filter = pretty_taps(t, what_);
   }
+  check_config(cfg, what_);
   // Tensors.
   auto& T = out.model.tensors;
   const int64_t W = cfg.w_dim;

@@ -161,10 +161,11 @@ void check_model(const Model& model, const std::string& what) {
 
 int64_t parameter_count(const Model& model) {
   int64_t n = 0;
-  for (const auto& [name, t] : model.tensors) {
+  for (const auto& entry : model.tensors) {  // (no lambda capture of a structured binding: clang < 16)
+    const std::string& name = entry.first;
     auto ends_with = [&](const std::string& s) { return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0; };
     if (ends_with("w_avg") || ends_with("noise_const")) continue;
-    n += t.numel();
+    n += entry.second.numel();
   }
   return n;
 }

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Builds sg2's libFuzzer targets (tests/fuzz) with clang into build-fuzz/ (CPU only; tests and
+# apps off) and runs each for a bounded time, seeded from the test checkpoints and fixtures:
+#   fuzz_pickle 25 s, fuzz_zip 15 s, fuzz_checkpoint 20 s  (one minute in all by default).
+# Exits non-zero when any fuzzer finds a crash, a sanitizer report, a leak or a hang; the input
+# that triggered it is saved under build-fuzz/artifacts/. The grown corpus stays in
+# build-fuzz/corpus/ for the next run.
+# Environment: SG2_FUZZ_SECONDS (total seconds, default 60), SG2_FUZZ_DIR (default build-fuzz),
+#              SG2_JOBS (build jobs, default: number of cores).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${SG2_FUZZ_DIR:-build-fuzz}
+total=${SG2_FUZZ_SECONDS:-60}
+if ! command -v clang++ >/dev/null; then
+  echo "sg2 fuzz: clang++ not found (scripts/setup.sh installs clang and libclang-rt-14-dev)" >&2
+  exit 1
+fi
+args=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DSG2_CUDA=OFF
+      -DSG2_BUILD_TESTS=OFF -DSG2_BUILD_APPS=OFF -DSG2_FUZZ=ON)
+if command -v ninja >/dev/null; then args+=(-G Ninja); fi
+echo "sg2 fuzz: building the fuzzers in $dir"
+cmake -S . -B "$dir" "${args[@]}" >/dev/null
+cmake --build "$dir" -j "${SG2_JOBS:-$(nproc)}" --target fuzz_pickle fuzz_zip fuzz_checkpoint >/dev/null
+
+data=tests/data
+seeds() {  # seeds <target> <files...>: a fresh read-only seed directory
+  local s="$dir/seeds/$1"
+  shift
+  rm -rf "$s" && mkdir -p "$s"
+  for f in "$@"; do [[ -f "$f" ]] && cp "$f" "$s/"; done
+}
+seeds fuzz_pickle "$data"/checkpoints/pickles/*.pkl "$data"/checkpoints/unsupported_*.pkl \
+  "$data"/checkpoints/tf_orig16_gray.pkl "$data"/checkpoints/ada_fp16_16.pkl \
+  "$data"/official_extra/sg3_skip16_filter/network-snapshot.pkl
+seeds fuzz_zip "$data"/checkpoints/*.pt "$data"/fixtures/rosinality64/checkpoint.pt
+seeds fuzz_checkpoint "$data"/checkpoints/*.pkl "$data"/checkpoints/*.pt \
+  "$data"/official_extra/sg3_skip16_filter/network-snapshot.pkl
+
+status=0
+run() {  # run <target> <seconds> <max_len>
+  local name=$1 secs=$2 max_len=$3
+  mkdir -p "$dir/corpus/$name" "$dir/artifacts"
+  echo "sg2 fuzz: $name for ${secs} s"
+  if ! "$dir/tests/fuzz/$name" -max_total_time="$secs" -max_len="$max_len" -rss_limit_mb=2048 -timeout=30 \
+       -print_final_stats=1 -artifact_prefix="$dir/artifacts/$name-" "$dir/corpus/$name" "$dir/seeds/$name" \
+       >"$dir/$name.log" 2>&1; then
+    echo "sg2 fuzz: $name FOUND A PROBLEM (log: $dir/$name.log)" >&2
+    tail -n 40 "$dir/$name.log" >&2
+    status=1
+  else
+    grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$dir/$name.log" | sed "s/^/  /"
+  fi
+}
+run fuzz_pickle $(( total * 25 / 60 )) 200000
+run fuzz_zip $(( total * 15 / 60 )) 700000
+run fuzz_checkpoint $(( total * 20 / 60 )) 200000
+if (( status == 0 )); then echo "sg2 fuzz: no crashes"; fi
+exit $status
