@@ -66,11 +66,13 @@ Conversion detect_and_convert(Checkpoint& ck) {
   if (is_tf_network(root)) return from_tf(ck, root, "network '" + network_name(root) + "'");
   if (pickle::is_dict_like(root)) {
     if (const Node* g = pickle::dict_get(root, "G_ema")) {
+      if (pickle::is_none(g))
+        fail(ErrorKind::unsupported, what, ": unsupported: 'G_ema' is None; sg2 runs the EMA generator, never the training copy 'G'");
       if (is_tf_network(g)) return from_tf(ck, g, "G_ema");
       return convert_ada_generator(ck, g, "G_ema");
     }
     if (const Node* gs = pickle::dict_get(root, "Gs"); gs && is_tf_network(gs)) return from_tf(ck, gs, "Gs");
-    if (const Node* g = pickle::dict_get(root, "g_ema")) return convert_rosinality(ck, root, g, "g_ema");
+    if (const Node* g = pickle::dict_get(root, "g_ema"); g && !pickle::is_none(g)) return convert_rosinality(ck, root, g, "g_ema");
     if (pickle::dict_get(root, "style.1.weight") && pickle::dict_get(root, "input.input"))
       return convert_rosinality(ck, nullptr, root, "generator state dict");
     if (pickle::dict_get(root, "mapping.fc0.weight") || pickle::dict_get(root, "synthesis.b4.const"))

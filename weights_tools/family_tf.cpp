@@ -191,7 +191,8 @@ Conversion TfConverter::run(const Node* gs) {
   if (!has(block(R) + "ToRGB/weight")) fail(ErrorKind::unsupported, what_, ": unsupported: no ToRGB in the last block");
   cfg.img_channels = static_cast<int>(shape(block(R) + "ToRGB/weight").at(3));
   const std::string inferred = all_torgb ? "skip" : any_skip ? "resnet" : "orig";
-  cfg.synthesis.architecture = kw_str("architecture", "skip");
+  // The kwarg when given (TF's default is 'skip'), else what the variables form.
+  cfg.synthesis.architecture = kw_str("architecture", inferred.c_str());
   if (cfg.synthesis.architecture != inferred && R > 4)
     fail(ErrorKind::unsupported, what_, ": unsupported: architecture kwarg '", pickle::printable(cfg.synthesis.architecture),
          "' but the variables form '", inferred, "'");

@@ -1,5 +1,7 @@
 // sg2 weights_tools: the `sg2 inspect` report (convert.h).
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -25,6 +27,13 @@ void fill_from_model(InspectReport& r, const Model& m) {
     for (float v : it->second.vec()) sq += double(v) * v;
   r.w_avg_norm = std::sqrt(sq);
   r.w_avg_estimated = m.config.w_avg_estimated;
+}
+
+/// A float as the double with the same shortest decimal form (0.01f -> 0.01, not 0.0099999997...).
+double shortest(float v) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::strtod(std::string(buf, r.ptr).c_str(), nullptr);
 }
 
 std::string fmt_float(double v) {
@@ -71,6 +80,8 @@ std::string inspect_to_json(const InspectReport& r, int indent) {
   const ModelConfig& c = r.config;
   json channels = json::object();
   for (const auto& [res, ch] : c.synthesis.channels) channels[std::to_string(res)] = ch;
+  json taps = json::array();
+  for (float t : c.synthesis.resample_filter) taps.push_back(shortest(t));
   json noise = json::array();
   for (const NoiseLayer& l : r.noise_buffers) noise.push_back({{"layer", l.layer}, {"resolution", l.resolution}});
   json j = {
@@ -80,6 +91,7 @@ std::string inspect_to_json(const InspectReport& r, int indent) {
       {"format", r.format},
       {"family", r.family},
       {"generator", r.generator},
+      {"resolution", c.img_resolution},
       {"img_resolution", c.img_resolution},
       {"num_ws", c.num_ws},
       {"z_dim", c.z_dim},
@@ -87,12 +99,12 @@ std::string inspect_to_json(const InspectReport& r, int indent) {
       {"c_dim", c.c_dim},
       {"img_channels", c.img_channels},
       {"mapping_layers", c.mapping.num_layers},
-      {"mapping_lr_multiplier", c.mapping.lr_multiplier},
+      {"mapping_lr_multiplier", shortest(c.mapping.lr_multiplier)},
       {"architecture", c.synthesis.architecture},
       {"channels", channels},
       {"fp16_resolutions", c.synthesis.fp16_resolutions},
-      {"conv_clamp", c.synthesis.conv_clamp ? json(*c.synthesis.conv_clamp) : json(nullptr)},
-      {"resample_filter", c.synthesis.resample_filter},
+      {"conv_clamp", c.synthesis.conv_clamp ? json(shortest(*c.synthesis.conv_clamp)) : json(nullptr)},
+      {"resample_filter", taps},
       {"use_noise", c.synthesis.use_noise},
       {"noise_buffers", noise},
       {"w_avg", {{"present", r.w_avg_present}, {"estimated", r.w_avg_estimated}, {"norm", r.w_avg_norm}}},
