@@ -127,6 +127,12 @@ TEST(ConvertAda, StorageVariantsGiveTheSameWeights) {
   expect_same_config(h.model, base, "fp16");
   expect_same_tensors(h.model, base, "fp16", to_half);
 
+  // Modules without conv_clamp / use_fp16 / gain attributes: the constructor kwargs decide.
+  ConvertResult bare = convert_checkpoint_report(ck("ada_bare16.pkl"));
+  expect_same_config(bare.model, base, "bare attributes");
+  expect_same_tensors(bare.model, base, "bare attributes");
+  EXPECT_EQ(bare.report.notes.size(), 3u);
+
   ConvertResult b = convert_checkpoint_report(ck("ada_bf16_16.pkl"));
   EXPECT_EQ(b.report.stored_dtypes.count("bfloat16"), 1u);
   expect_same_config(b.model, base, "bf16");

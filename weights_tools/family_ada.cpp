@@ -91,6 +91,13 @@ class AdaConverter {
     return as_number(get(module, key), ck_.doc, what_);
   }
   bool has_module(const std::string& m) const { return flat_.modules.count(m) != 0; }
+  /// A constructor kwarg of the generator: ada nests synthesis / mapping options, sg3 keeps them
+  /// flat. Only a fallback for attributes a (re-pickled or stand-in) module lacks.
+  const Node* init_kw(const char* group, const char* key) const {
+    const Node* init = get("", "_init_kwargs");
+    if (const Node* v = pickle::dict_get(pickle::dict_get(init, group), key)) return v;
+    return pickle::dict_get(init, key);
+  }
   bool has_tensor(const std::string& t) const { return flat_.tensors.count(t) != 0; }
   std::vector<int64_t> shape(const std::string& name) {
     auto it = flat_.tensors.find(name);
@@ -106,11 +113,12 @@ class AdaConverter {
            " contradicts the tensor shapes (", derived, ")");
   }
   void derive_mapping(ModelConfig& cfg, Conversion& out);
-  void derive_synthesis(ModelConfig& cfg);
+  void derive_synthesis(ModelConfig& cfg, Conversion& out);
 
   Checkpoint& ck_;
   std::string what_;
   Flat flat_;
+  bool sg3_ = false;
 };
 
 void AdaConverter::derive_mapping(ModelConfig& cfg, Conversion& out) {
@@ -160,14 +168,15 @@ void AdaConverter::derive_mapping(ModelConfig& cfg, Conversion& out) {
     if (act) cfg.mapping.activation = std::string(*act);
   }
   if (!lr) {
-    lr = 0.01;
-    out.notes.push_back("the mapping layers carry no gains; lr_multiplier 0.01 assumed");
+    lr = as_number(init_kw("mapping_kwargs", "lr_multiplier"), ck_.doc, what_);
+    if (!lr) lr = 0.01;
+    out.notes.push_back(detail::concat("the mapping layers carry no gains: lr_multiplier ", *lr, " from the constructor kwargs or the default"));
   }
   if (!(*lr > 0) || !std::isfinite(*lr)) fail(ErrorKind::bad_file, what_, ": mapping lr_multiplier ", *lr);
   cfg.mapping.lr_multiplier = static_cast<float>(*lr);
 }
 
-void AdaConverter::derive_synthesis(ModelConfig& cfg) {
+void AdaConverter::derive_synthesis(ModelConfig& cfg, Conversion& out) {
   if (has_module("synthesis.input"))
     fail(ErrorKind::unsupported, what_, ": unsupported: a StyleGAN3 (alias-free) generator; sg2 runs StyleGAN2 networks");
   std::vector<int> blocks;
@@ -185,13 +194,14 @@ void AdaConverter::derive_synthesis(ModelConfig& cfg) {
   if (cs.size() != 3 || cs[1] != 4 || cs[2] != 4)
     fail(ErrorKind::unsupported, what_, ": unsupported: synthesis.b4.const has shape ", shape_to_string(cs), " (non-square or custom input)");
   // Channels, image channels, architecture.
-  bool all_torgb = true, any_skip = false;
+  bool all_torgb = true, any_skip = false, fp16_attr = false;
   for (int r : blocks) {
     const std::string b = "synthesis.b" + std::to_string(r);
     cfg.synthesis.channels[r] = static_cast<int>(shape(b + ".conv1.weight").at(0));
     if (!has_module(b + ".torgb")) all_torgb = false;
     if (has_module(b + ".skip")) any_skip = true;
     auto fp16 = pickle::as_bool(get(b, "use_fp16"));
+    fp16_attr = fp16_attr || fp16.has_value();
     if (fp16 && *fp16) cfg.synthesis.fp16_resolutions.push_back(r);
   }
   if (cs[0] != cfg.synthesis.channels[4])
@@ -208,6 +218,7 @@ void AdaConverter::derive_synthesis(ModelConfig& cfg) {
          inferred, "'");
   // Per-layer attributes: conv_clamp, use_noise, activation.
   std::optional<std::optional<double>> clamp;
+  bool clamp_attr = false;
   std::optional<bool> noise;
   for (int r : blocks) {
     const std::string b = "synthesis.b" + std::to_string(r);
@@ -215,6 +226,7 @@ void AdaConverter::derive_synthesis(ModelConfig& cfg) {
       const std::string m = b + "." + layer;
       if (!has_module(m)) continue;
       const Node* c = get(m, "conv_clamp");
+      clamp_attr = clamp_attr || c != nullptr;
       std::optional<double> v;
       if (c != nullptr && !pickle::is_none(c)) {
         v = as_number(c, ck_.doc, what_);
@@ -232,6 +244,22 @@ void AdaConverter::derive_synthesis(ModelConfig& cfg) {
     }
   }
   if (clamp && *clamp) cfg.synthesis.conv_clamp = static_cast<float>(**clamp);
+  // Modules without these attributes: the constructor kwargs, else the repository's defaults
+  // (stylegan3: conv_clamp 256, num_fp16_res 4; stylegan2-ada-pytorch: None, 0).
+  if (!clamp_attr) {
+    const Node* c = init_kw("synthesis_kwargs", "conv_clamp");
+    auto v = c != nullptr && !pickle::is_none(c) ? as_number(c, ck_.doc, what_) : std::nullopt;
+    if (c == nullptr && sg3_) v = 256.0;
+    if (v && !(*v > 0)) fail(ErrorKind::bad_file, what_, ": conv_clamp kwarg ", *v);
+    if (v) cfg.synthesis.conv_clamp = static_cast<float>(*v);
+    out.notes.push_back("the layers carry no conv_clamp attribute: taken from the constructor kwargs or the default");
+  }
+  if (!fp16_attr) {
+    auto n = as_number(init_kw("synthesis_kwargs", "num_fp16_res"), ck_.doc, what_);
+    cfg.synthesis.fp16_resolutions =
+        fp16_resolutions(cfg.img_resolution, n ? whole_number(*n, what_, "num_fp16_res") : sg3_ ? 4 : 0);
+    out.notes.push_back("the blocks carry no use_fp16 attribute: fp16 blocks from the constructor kwargs or the default");
+  }
   cfg.synthesis.use_noise = noise.value_or(true);
   // The resample filter: every buffer that is used (upsampling blocks r >= 8, their conv0 and
   // skip layers) must hold the same separable filter. Layers with up = 1 (conv1) keep the
@@ -251,7 +279,17 @@ void AdaConverter::derive_synthesis(ModelConfig& cfg) {
     else if (f.shape() != filter->shape() || f.vec() != filter->vec())
       fail(ErrorKind::unsupported, what_, ": unsupported: layers use different resample filters (", name, ")");
   }
-  if (filter) cfg.synthesis.resample_filter = filter_taps(*filter, what_);
+  if (filter) {
+    cfg.synthesis.resample_filter = filter_taps(*filter, what_);
+  } else if (const auto* taps = pickle::as_seq(init_kw("synthesis_kwargs", "resample_filter"))) {
+    std::vector<double> t;
+    for (const Node* x : *taps) {
+      auto v = as_number(x, ck_.doc, what_);
+      if (!v) fail(ErrorKind::unsupported, what_, ": unsupported resample_filter kwarg ", pickle::describe(x));
+      t.push_back(*v);
+    }
+    cfg.synthesis.resample_filter = pretty_taps(t, what_);
+  }
 }
 
 Conversion AdaConverter::run(const Node* g) {
@@ -260,16 +298,16 @@ Conversion AdaConverter::run(const Node* g) {
   flatten(*G, "", 0, flat_, what_);
   if (!has_module("mapping") || !has_module("synthesis"))
     fail(ErrorKind::unsupported, what_, ": unsupported: a '", pickle::printable(G->cls), "' without mapping and synthesis networks");
+  // stylegan3-repo StyleGAN2 (training/networks_stylegan2.py) vs stylegan2-ada-pytorch.
+  const Node* init = get("", "_init_kwargs");
+  sg3_ = get("synthesis.b4", "fused_modconv_default") != nullptr || get("synthesis", "num_fp16_res") != nullptr ||
+         pickle::dict_get(init, "channel_base") != nullptr || pickle::dict_get(init, "fused_modconv_default") != nullptr;
   Conversion out;
+  out.family = sg3_ ? "stylegan3" : "stylegan2-ada-pytorch";
   ModelConfig& cfg = out.model.config;
   cfg.synthesis.channels.clear();
   derive_mapping(cfg, out);
-  derive_synthesis(cfg);
-  // stylegan3-repo StyleGAN2 (training/networks_stylegan2.py) vs stylegan2-ada-pytorch.
-  const Node* init = get("", "_init_kwargs");
-  const bool sg3 = get("synthesis.b4", "fused_modconv_default") != nullptr || get("synthesis", "num_fp16_res") != nullptr ||
-                   pickle::dict_get(init, "channel_base") != nullptr || pickle::dict_get(init, "fused_modconv_default") != nullptr;
-  out.family = sg3 ? "stylegan3" : "stylegan2-ada-pytorch";
+  derive_synthesis(cfg, out);
   check_config(cfg, what_);
   // Tensors: exactly the expected names; resample filters dropped.
   std::map<std::string, bool> used;

@@ -20,6 +20,10 @@ ada_fp16_16.pkl           the same network after .half() (HalfStorage); a parame
                           Python attribute (-> _rebuild_parameter_with_state) and a buffer too
                           (-> _rebuild_from_type_v2). Checked: tensors == fp16(base).
 ada_bf16_16.pkl           the same after .to(bfloat16). Checked: tensors == bf16(base).
+ada_bare16.pkl            the same network re-pickled through stand-in persistent objects whose
+                          module states lack conv_clamp, use_fp16, bias_gain and weight_gain (as
+                          hand-made or re-pickled files may); only _init_kwargs says clamp 256 and
+                          num_fp16_res 2. Checked: same config and tensors as base.
 tf_ada_resnet16.pkl       a TensorFlow StyleGAN2-ADA pickle (G, D, Gs) of the base weights, written
                           with a stand-in dnnlib.tflib.network.Network in the layout of
                           NVlabs/stylegan2-ada's network.py (state version 5) and variable names
@@ -102,6 +106,7 @@ def module_state(params=None, buffers=None, modules=None, **attrs):
 
 # --- the official network -------------------------------------------------------------------
 def official_generator(networks, **kw):
+    torch.manual_seed(kw["seed"])  # the constructor's initialisation draws from the global generator
     G = networks.Generator(z_dim=kw["z_dim"], c_dim=kw["c_dim"], w_dim=kw["w_dim"], img_resolution=kw["res"],
                            img_channels=kw["img_channels"], mapping_kwargs=dict(num_layers=kw["mapping_layers"]),
                            synthesis_kwargs=dict(channel_base=kw["channel_base"], channel_max=kw["channel_max"],
@@ -127,6 +132,23 @@ def official_generator(networks, **kw):
             cs[torch.arange(64), torch.arange(64) % kw["c_dim"]] = 1
         G.mapping.w_avg.copy_(G.mapping(zs, cs)[:, 0].mean(0) + 0.1 * rnd([kw["w_dim"]]))
     return G
+
+
+def write_bare(path, G):
+    """Re-pickles an official module tree through stand-ins, without the per-module attributes
+    sg2 prefers (so that its fallback to _init_kwargs is exercised)."""
+    drop = {"conv_clamp", "use_fp16", "bias_gain", "weight_gain"}
+
+    def standin(m):
+        st = {k: v for k, v in vars(m).items() if k not in drop and k not in ("_modules",)}
+        st["_modules"] = collections.OrderedDict((k, standin(c)) for k, c in m._modules.items())
+        st["_parameters"] = collections.OrderedDict(m._parameters)
+        st["_buffers"] = collections.OrderedDict(m._buffers)
+        return persistent_standin(type(m).__name__, st)
+
+    with open(path, "wb") as f:
+        pickle.dump(dict(G=None, D=None, G_ema=standin(G), training_set_kwargs=None, augment_pipe=None), f, protocol=4)
+    print(os.path.basename(path), os.path.getsize(path), "bytes")
 
 
 def dump_official(path, G, networks, modname="training.networks"):
@@ -397,6 +419,7 @@ def main():
     G16.synthesis.b8.conv0.noise_const.sg2_note = "a Python attribute on a buffer"
     dump_official(os.path.join(OUT, "ada_fp16_16.pkl"), G16, networks)
     dump_official(os.path.join(OUT, "ada_bf16_16.pkl"), copy.deepcopy(G).to(torch.bfloat16), networks)
+    write_bare(os.path.join(OUT, "ada_bare16.pkl"), G)
 
     # TensorFlow: TF-ADA (version 5, resnet, conditional, fp16 + clamp kwargs) and original TF.
     tf_kwargs = dict(num_channels=3, resolution=16, label_size=3, fmap_base=64, fmap_max=8, latent_size=12, dlatent_size=16,
