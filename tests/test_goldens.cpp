@@ -131,9 +131,13 @@ TEST_P(NvlabsGoldens, ConvertedModelReproducesEveryGolden) {
       Tensor z = read_z(dir + g["z"].get<std::string>());
       Tensor c = g.contains("c") && g["c"].is_string() ? read_npy_tensor(dir + g["c"].get<std::string>()) : Tensor();
       Tensor ws = gen.map(z, c, trunc_of(g));
-      EXPECT_TRUE(test::tensors_near(ws, read_npy_tensor(dir + g["ws"].get<std::string>()), kWsTol, label + " ws"));
+      const Tensor golden_ws = read_npy_tensor(dir + g["ws"].get<std::string>());
+      EXPECT_TRUE(test::tensors_near(ws, golden_ws, kWsTol, label + " ws"));
       Tensor img = gen.synthesize(ws, noise_of(str_or(g, "noise_mode")));
-      EXPECT_TRUE(test::tensors_near(img, read_npy_tensor(dir + g["img"].get<std::string>()), kImgTol, label));
+      const Tensor golden_img = read_npy_tensor(dir + g["img"].get<std::string>());
+      EXPECT_TRUE(test::tensors_near(img, golden_img, kImgTol, label));
+      // W+ input: the golden ws themselves, straight into synthesis.
+      EXPECT_TRUE(test::tensors_near(gen.synthesize(golden_ws, noise_of(str_or(g, "noise_mode"))), golden_img, kImgTol, label + " from W+"));
       if (g.contains("png") && g["png"].is_string()) {
         EXPECT_TRUE(test::images_near(to_image8(img, 0), read_png(dir + g["png"].get<std::string>()), kPngFrac, label + " png"));
       }
