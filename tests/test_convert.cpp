@@ -193,7 +193,13 @@ TEST(ConvertProvenance, ModelFileRoundTripAndLoadModel) {
   expect_same_tensors(back, m, "roundtrip");
   EXPECT_EQ(back.provenance.source_family, "stylegan2-ada-tf");
   EXPECT_EQ(back.provenance.source_sha256, m.provenance.source_sha256);
-  // load_model takes either.
+  // Converting a model file again is a clear error; load_model takes either.
+  try {
+    convert_checkpoint(out);
+    ADD_FAILURE() << "a model file converted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("safetensors file"), std::string::npos) << e.what();
+  }
   expect_same_tensors(load_model(src), m, "load_model(checkpoint)");
   expect_same_tensors(load_model(out), m, "load_model(model file)");
 }
