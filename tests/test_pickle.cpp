@@ -145,7 +145,7 @@ TEST(PickleVm, RecordsCallsWithoutRunningThem) {
   EXPECT_EQ(as_int(call_args(s.root).at(0)), std::optional<int64_t>(3));
   Parsed t("Pkey7\n.");
   EXPECT_EQ(t.root->kind, Kind::persistent_id);
-  EXPECT_EQ(as_str(t.root->state), std::optional<std::string_view>("key7"));
+  EXPECT_EQ(as_str(t.root->args), std::optional<std::string_view>("key7"));
   Parsed u("I5\n2(I6\n1p3\n0g3\n.");
   EXPECT_EQ(as_int(u.root), std::optional<int64_t>(5));
   Parsed f("\x80\x04\x95\x03\x00\x00\x00\x00\x00\x00\x00K\x2a."s);

@@ -418,7 +418,7 @@ class Machine {
   }
   Node* make_pid(Node* pid) {
     Node* p = node(Kind::persistent_id);
-    p->state = pid;
+    p->args = pid;
     doc_.budget().charge(16, "pickle persistent ids");
     doc_.persistent_ids().push_back(p);
     return p;

@@ -51,7 +51,7 @@ enum class Kind : uint8_t {
   frozenset,    ///< items
   global,       ///< s = module, s2 = qualified name (GLOBAL / STACK_GLOBAL / INST class)
   object,       ///< callable(args [, kwargs]) recorded, never called; state from BUILD
-  persistent_id,///< a = the pid value (PERSID / BINPERSID); resolved by torch.save readers
+  persistent_id,///< args = the pid value (PERSID / BINPERSID); resolved by torch.save readers
 };
 
 /// How an object node was made.
@@ -69,9 +69,10 @@ struct Node {
   std::vector<Node*> items;                        ///< tuple, list, set; appended items of an object
   std::vector<std::pair<Node*, Node*>> entries;    ///< dict; SETITEM(S) applied to an object
   Node* callable = nullptr;  ///< object: the callable (usually a global)
-  Node* args = nullptr;      ///< object: the argument tuple (INST/OBJ: a tuple built from the mark)
+  Node* args = nullptr;      ///< object: the argument tuple (INST/OBJ: a tuple built from the mark);
+                             ///< persistent_id: the pid value
   Node* kwargs = nullptr;    ///< object: NEWOBJ_EX keyword arguments
-  Node* state = nullptr;     ///< BUILD state (the last BUILD wins); persistent_id: the pid value
+  Node* state = nullptr;     ///< BUILD state (the last BUILD wins)
   size_t offset = 0;         ///< absolute byte offset of the opcode that made the node (for messages)
 };
 

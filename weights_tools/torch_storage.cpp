@@ -157,7 +157,7 @@ const Node* parse_legacy_stream(pickle::Document& doc, const uint8_t* data, size
   if (key_list == nullptr) fail(ErrorKind::bad_file, what, ": the storage key list at byte ", base + pos, " is ", pickle::describe(keys));
   std::unordered_map<std::string, DType> types;
   for (size_t k = pid_start; k < pid_end; ++k) {
-    StoragePid p = storage_pid(doc.persistent_ids()[k]->state, what);
+    StoragePid p = storage_pid(doc.persistent_ids()[k]->args, what);
     types.emplace(p.key, p.dtype);
   }
   for (const Node* kn : *key_list) {
@@ -227,7 +227,7 @@ Storage TensorReader::storage_of(const Node* n, const std::string& name) {
   const std::string ctx = what_ + ": tensor '" + name + "'";
   if (n != nullptr && n->kind == Kind::persistent_id) {
     if (table_ == nullptr) fail(ErrorKind::bad_file, ctx, ": a persistent id in a plain pickle");
-    return table_->resolve(n->state, ctx);
+    return table_->resolve(n->args, ctx);
   }
   if (!pickle::is_call(n, "torch.storage._load_from_bytes"))
     fail(ErrorKind::bad_file, ctx, ": its storage is a ", pickle::describe(n), ", not a torch storage");
@@ -245,13 +245,13 @@ Storage TensorReader::storage_of(const Node* n, const std::string& name) {
     std::unique_ptr<ZipStorageTable> t;
     const Node* root = parse_zip_checkpoint(doc_, *nested_zips_.back(), file_, &t);
     if (root->kind != Kind::persistent_id) fail(ErrorKind::bad_file, blob_what, ": the stream holds a ", pickle::describe(root));
-    s = t->resolve(root->state, blob_what);
+    s = t->resolve(root->args, blob_what);
     nested_tables_.push_back(std::move(t));
   } else {
     LegacyStorageTable t;
     const Node* root = parse_legacy_stream(doc_, p, blob->size(), base, blob_what, &t);
     if (root->kind != Kind::persistent_id) fail(ErrorKind::bad_file, blob_what, ": the stream holds a ", pickle::describe(root));
-    s = t.resolve(root->state, blob_what);
+    s = t.resolve(root->args, blob_what);
   }
   blob_cache_.emplace(n, s);
   return s;
