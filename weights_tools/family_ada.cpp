@@ -106,6 +106,12 @@ class AdaConverter {
     if (!v) fail(ErrorKind::bad_file, what_, ": '", name, "' is a ", pickle::describe(it->second), ", not a tensor");
     return v->shape;
   }
+  /// Dimension k of tensor `name`, which must have exactly `ndim` dimensions.
+  int64_t dim(const std::string& name, size_t ndim, size_t k) {
+    auto s = shape(name);
+    if (s.size() != ndim) fail(ErrorKind::bad_file, what_, ": tensor '", name, "' has shape ", shape_to_string(s), ", not ", ndim, "-d");
+    return s[k];
+  }
   void expect_attr(const std::string& module, const char* key, int64_t derived) {
     auto v = get_int(module, key);
     if (v && *v != derived)
@@ -151,7 +157,7 @@ void AdaConverter::derive_mapping(ModelConfig& cfg, Conversion& out) {
   std::optional<double> lr;
   for (int i = 0; i < L; ++i) {
     const std::string m = "mapping.fc" + std::to_string(i);
-    const double in = static_cast<double>(shape(m + ".weight").at(1));
+    const double in = static_cast<double>(dim(m + ".weight", 2, 1));
     auto bg = get_num(m, "bias_gain");
     auto wg = get_num(m, "weight_gain");
     std::optional<double> li = bg ? bg : wg ? std::optional<double>(*wg * std::sqrt(in)) : std::nullopt;
@@ -197,7 +203,7 @@ void AdaConverter::derive_synthesis(ModelConfig& cfg, Conversion& out) {
   bool all_torgb = true, any_skip = false, fp16_attr = false;
   for (int r : blocks) {
     const std::string b = "synthesis.b" + std::to_string(r);
-    cfg.synthesis.channels[r] = static_cast<int>(shape(b + ".conv1.weight").at(0));
+    cfg.synthesis.channels[r] = static_cast<int>(dim(b + ".conv1.weight", 4, 0));
     if (!has_module(b + ".torgb")) all_torgb = false;
     if (has_module(b + ".skip")) any_skip = true;
     auto fp16 = pickle::as_bool(get(b, "use_fp16"));
@@ -208,7 +214,7 @@ void AdaConverter::derive_synthesis(ModelConfig& cfg, Conversion& out) {
     fail(ErrorKind::unsupported, what_, ": unsupported: the 4x4 const has ", cs[0], " channels but b4.conv1 outputs ", cfg.synthesis.channels[4]);
   const std::string last = "synthesis.b" + std::to_string(cfg.img_resolution);
   if (!has_module(last + ".torgb")) fail(ErrorKind::unsupported, what_, ": unsupported: the last block has no torgb layer");
-  cfg.img_channels = static_cast<int>(shape(last + ".torgb.weight").at(0));
+  cfg.img_channels = static_cast<int>(dim(last + ".torgb.weight", 4, 0));
   expect_attr("", "img_channels", cfg.img_channels);
   const std::string inferred = all_torgb && blocks.size() > 1 ? "skip" : any_skip ? "resnet" : all_torgb ? "skip" : "orig";
   auto arch = pickle::as_str(get("synthesis.b4", "architecture"));

@@ -189,7 +189,9 @@ Conversion TfConverter::run(const Node* gs) {
     if (has(block(r) + "Skip/weight")) any_skip = true;
   }
   if (!has(block(R) + "ToRGB/weight")) fail(ErrorKind::unsupported, what_, ": unsupported: no ToRGB in the last block");
-  cfg.img_channels = static_cast<int>(shape(block(R) + "ToRGB/weight").at(3));
+  auto rgb = shape(block(R) + "ToRGB/weight");
+  if (rgb.size() != 4) fail(ErrorKind::bad_file, what_, ": ", block(R), "ToRGB/weight is not 4-d");
+  cfg.img_channels = static_cast<int>(rgb[3]);
   const std::string inferred = all_torgb ? "skip" : any_skip ? "resnet" : "orig";
   // The kwarg when given (TF's default is 'skip'), else what the variables form.
   cfg.synthesis.architecture = kw_str("architecture", inferred.c_str());

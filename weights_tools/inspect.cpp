@@ -118,7 +118,7 @@ std::string inspect_to_json(const InspectReport& r, int indent) {
         {"source_family", r.provenance.source_family},
         {"converter", r.provenance.converter}}},
   };
-  return j.dump(indent);
+  return j.dump(indent, ' ', false, json::error_handler_t::replace);  // file names need not be UTF-8
 }
 
 std::string inspect_to_text(const InspectReport& r) {
