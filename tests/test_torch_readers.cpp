@@ -151,6 +151,11 @@ TEST(ZipReader, CorruptArchivesAreClearErrors) {
   const uint32_t cd = detail::load_le32(reinterpret_cast<const uint8_t*>(bad_sig.data()) + eocd + 16);
   bad_sig[cd] = 'X';
   EXPECT_NE(zip_error(bad_sig).find("bad header at byte " + std::to_string(cd)), std::string::npos) << zip_error(bad_sig);
+  // Found by fuzz_zip: a 55-byte file whose ZIP64 locator points into a file too small for the
+  // ZIP64 end record (an out-of-bounds read before the fix).
+  const std::string tiny("PK\x03\x04\0\0\x08\x08\0up\0\0PK\x06\x07\0\0\0\0\x32]\0\0\0\0\0\0\x01\0\0\0PK\x05\x06"
+                         "\0\0\0\0%\0%\0\n\0\0\0\xff\xff\xff\xff\0\0", 55);
+  EXPECT_NE(zip_error(tiny).find("ZIP64 end record expected"), std::string::npos) << zip_error(tiny);
   // Entry sizes of exabytes (ZIP64 field) are refused before anything is read.
   std::string huge = good;
   const size_t field = huge.find(std::string("\x01\x00\x18\x00", 4)) + 4;

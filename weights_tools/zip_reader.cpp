@@ -83,7 +83,7 @@ ZipArchive::ZipArchive(const uint8_t* data, size_t size, std::string what) : dat
     if (eocd < 20 || load_le32(data_ + eocd - 20) != kLocator64Sig)
       bad("ZIP64 end record locator missing before byte ", eocd);
     const uint64_t z = load_le64(data_ + eocd - 20 + 8);
-    if (z > size_ - 56 || load_le32(data_ + z) != kEnd64Sig) bad("ZIP64 end record expected at byte ", z);
+    if (size_ < 56 || z > size_ - 56 || load_le32(data_ + z) != kEnd64Sig) bad("ZIP64 end record expected at byte ", z);
     count = load_le64(data_ + z + 32);
     cd_size = load_le64(data_ + z + 40);
     cd_offset = load_le64(data_ + z + 48);
