@@ -21,7 +21,8 @@ class Backend {
   virtual int default_max_batch() const = 0;
   /// z [N, z_dim] float32, c [N, c_dim] float32 (empty when c_dim = 0) -> ws [N, num_ws, w_dim].
   /// Truncation with psi != 1 lerps rows [0, cutoff) toward mapping.w_avg (spec §1.6).
-  virtual Tensor map(const Tensor& z, const Tensor& c, const Truncation& trunc) = 0;
+  /// When dump_dir is non-empty, each mapping layer's output is written there (mapping_fc{i}.npy).
+  virtual Tensor map(const Tensor& z, const Tensor& c, const Truncation& trunc, const std::string& dump_dir) = 0;
   /// ws [N, num_ws, w_dim] -> img [N, img_channels, R, R]. For NoiseMode::random, noise.keys has
   /// N entries; noise.maps is empty or has N rows of num_ws-1 maps. When dump_dir is non-empty,
   /// every block's x and img (and the mapping outputs, in map) are written there as .npy.

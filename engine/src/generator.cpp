@@ -163,7 +163,7 @@ Tensor Generator::map(const Tensor& z, const Tensor& c, const Truncation& trunc)
     int64_t e = std::min<int64_t>(N, b + impl_->max_batch);
     Tensor cz = z.slice0(b, e);
     Tensor cc = cfg.c_dim > 0 ? c.slice0(b, e) : Tensor();
-    parts.push_back(impl_->backend->map(cz, cc, trunc));
+    parts.push_back(impl_->backend->map(cz, cc, trunc, b == 0 ? impl_->dump_dir : std::string()));
   }
   if (parts.empty()) return Tensor({0, cfg.num_ws, cfg.w_dim});
   return concat0(parts);
