@@ -34,7 +34,9 @@ int run_mix(int argc, char** argv) {
       ("noise-mode", "const, random or none", cxxopts::value<std::string>()->default_value("const"), "MODE")
       ("noise-seed", "seed of --noise-mode random (default 0); a mixed image uses its row seed's noise",
        cxxopts::value<std::string>(), "S")
-      ("outdir", "output directory (created if missing)", cxxopts::value<std::string>()->default_value("out"), "DIR");
+      ("outdir", "output directory (created if missing)", cxxopts::value<std::string>()->default_value("out"), "DIR")
+      ("format", "png, npy (raw float32 [1, C, H, W] as ROW-COL.npy) or both; grid.png is always written",
+       cxxopts::value<std::string>()->default_value("png"), "F");
   add_class_option(opts);
   add_model_options(opts);
   add_quiet_option(opts);
@@ -55,6 +57,7 @@ int run_mix(int argc, char** argv) {
     noise_seed = parse_u64("noise-seed", get(args, "noise-seed"));
   }
   if (rows.size() * cols.size() > 100000) fail(ErrorKind::invalid_argument, "--rows x --cols is too many images");
+  const OutputFormat fmt = parse_format(get(args, "format"));
   const bool quiet = has(args, "quiet");
   const GeneratorOptions gen_options = generator_options(args);
   OutputDir out(get(args, "outdir"));
@@ -102,8 +105,7 @@ int run_mix(int argc, char** argv) {
       Tensor img = gen.synthesize(ws.slice0(b, e), part);
       for (int64_t n = b; n < e; ++n) {
         const auto& key = keys[static_cast<size_t>(n)];
-        Image8 im = to_image8(img, n - b);
-        write_png(out.file(std::to_string(key.first) + "-" + std::to_string(key.second) + ".png"), im);
+        Image8 im = write_image(out, std::to_string(key.first) + "-" + std::to_string(key.second), img, n - b, fmt);
         images[key] = std::move(im);
       }
       progress.advance(e - b);
