@@ -28,7 +28,7 @@ int run_mix(int argc, char** argv) {
   opts.add_options()
       ("rows", "row seeds: ranges and lists, e.g. 85,100,75", cxxopts::value<std::string>(), "LIST")
       ("cols", "column seeds: ranges and lists", cxxopts::value<std::string>(), "LIST")
-      ("styles", "ws rows taken from the column seed: ranges and lists (0-6, 0,1,2)",
+      ("styles", "ws rows taken from the column seed: ranges and lists (0-6, 0,1,2); the default 0-6 is cut to the model's rows",
        cxxopts::value<std::string>()->default_value("0-6"), "LIST")
       ("trunc", "truncation psi: w_avg + (w - w_avg) * psi", cxxopts::value<std::string>()->default_value("1"), "PSI")
       ("noise-mode", "const, random or none", cxxopts::value<std::string>()->default_value("const"), "MODE")
@@ -47,7 +47,7 @@ int run_mix(int argc, char** argv) {
     fail(ErrorKind::invalid_argument, "--rows LIST and --cols LIST are required (e.g. --rows 85,100 --cols 55,821)");
   const std::vector<uint32_t> rows = parse_seeds(get(args, "rows"));
   const std::vector<uint32_t> cols = parse_seeds(get(args, "cols"));
-  const std::vector<int> styles = parse_index_list("styles", get(args, "styles"));
+  std::vector<int> styles = parse_index_list("styles", get(args, "styles"));
   const float psi = parse_float("trunc", get(args, "trunc"));
   const NoiseMode noise_mode = parse_noise_mode(get(args, "noise-mode"));
   uint64_t noise_seed = 0;
@@ -64,6 +64,8 @@ int run_mix(int argc, char** argv) {
 
   Generator gen(load_network(args), gen_options);
   const ModelConfig& cfg = gen.config();
+  if (!has(args, "styles"))  // the official default 0-6, limited to the rows a small model has
+    styles.erase(std::remove_if(styles.begin(), styles.end(), [&](int k) { return k >= cfg.num_ws; }), styles.end());
   for (int k : styles)
     if (k >= cfg.num_ws)
       fail(ErrorKind::invalid_argument, "--styles: ws row ", k, " does not exist: this model has rows 0..", cfg.num_ws - 1);
