@@ -80,6 +80,11 @@ std::vector<std::string> default_model_candidates() {
   };
   add_root(executable_dir());
   add_root(library_dir());
+  const std::string lib = library_dir();  // <prefix>/lib/<multiarch>/libsg2.so (Debian's /usr layout)
+  if (!lib.empty()) {
+    std::string p = normalize(lib + "/../../share/sg2/models/" + default_model_relative_path());
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  }
   return out;
 }
 

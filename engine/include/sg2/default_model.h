@@ -7,8 +7,9 @@
 //   2. next to the running executable (/proc/self/exe): `<exe dir>/models/digits32/digits32.pkl`
 //      (the build tree: build/sg2 and build/models -> models/) and
 //      `<exe dir>/../share/sg2/models/digits32/digits32.pkl` (after `cmake --install`);
-//   3. the same two places relative to the directory of the sg2 shared library (so programs
-//      that link the installed libsg2 find it too).
+//   3. the same two places relative to the directory of the sg2 shared library, and
+//      `<lib dir>/../../share/sg2/models/...` for multiarch library directories (so programs that
+//      link the installed libsg2 find it too).
 #pragma once
 
 #include <string>
