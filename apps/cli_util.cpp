@@ -318,7 +318,7 @@ void Progress::advance(int64_t n) {
   const double since_start = std::chrono::duration<double>(now - start_).count();
   const double since_draw = std::chrono::duration<double>(now - last_draw_).count();
   if (tty_) {
-    if (since_start >= 0.5 && (since_draw >= 0.1 || !drawn_ || done_ >= total_)) draw(false);
+    if (since_start >= 0.5 && done_ < total_ && (since_draw >= 0.1 || !drawn_)) draw(false);
   } else if (since_draw >= 10.0 && done_ < total_) {
     draw(false);
   }
