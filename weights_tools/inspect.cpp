@@ -1,0 +1,157 @@
+// sg2 weights_tools: the `sg2 inspect` report (convert.h).
+#include <cmath>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "file_util.h"
+#include "sg2/error.h"
+#include "weights_tools/convert.h"
+
+namespace sg2 {
+
+using json = nlohmann::json;
+
+namespace {
+
+void fill_from_model(InspectReport& r, const Model& m) {
+  r.config = m.config;
+  r.provenance = m.provenance;
+  r.parameter_count = parameter_count(m);
+  if (m.config.synthesis.use_noise) r.noise_buffers = noise_layers(m.config);
+  auto it = m.tensors.find("mapping.w_avg");
+  double sq = 0;
+  if (it != m.tensors.end())
+    for (float v : it->second.vec()) sq += double(v) * v;
+  r.w_avg_norm = std::sqrt(sq);
+  r.w_avg_estimated = m.config.w_avg_estimated;
+}
+
+std::string fmt_float(double v) {
+  std::ostringstream os;
+  os << std::setprecision(6) << v;
+  return os.str();
+}
+
+}  // namespace
+
+InspectReport inspect_file(const std::string& path) {
+  InspectReport r;
+  r.file = path;
+  if (is_model_file(path)) {
+    Model m = load_model_file(path);
+    detail::MappedFile f(path);
+    r.file_size = f.size();
+    r.sha256 = detail::sha256_hex(f.data(), f.size());
+    r.format = "sg2 model file";
+    r.family = m.provenance.source_family;
+    fill_from_model(r, m);
+    r.w_avg_present = true;
+    r.stored_dtypes["float32"] = static_cast<int>(m.tensors.size());
+    return r;
+  }
+  ConvertOptions opts;
+  opts.estimate_w_avg = false;
+  ConvertResult c = convert_checkpoint_report(path, opts);
+  r.file_size = c.report.file_size;
+  r.sha256 = c.report.source_sha256;
+  r.format = c.report.container;
+  if (c.report.pickle_protocol > 0) r.format += " (pickle protocol " + std::to_string(c.report.pickle_protocol) + ")";
+  r.family = c.report.family;
+  r.generator = c.report.generator;
+  fill_from_model(r, c.model);
+  r.w_avg_present = !c.report.w_avg_missing;
+  if (!r.w_avg_present) r.w_avg_norm = 0;
+  r.stored_dtypes = c.report.stored_dtypes;
+  r.notes = c.report.notes;
+  return r;
+}
+
+std::string inspect_to_json(const InspectReport& r, int indent) {
+  const ModelConfig& c = r.config;
+  json channels = json::object();
+  for (const auto& [res, ch] : c.synthesis.channels) channels[std::to_string(res)] = ch;
+  json noise = json::array();
+  for (const NoiseLayer& l : r.noise_buffers) noise.push_back({{"layer", l.layer}, {"resolution", l.resolution}});
+  json j = {
+      {"file", r.file},
+      {"file_size", r.file_size},
+      {"sha256", r.sha256},
+      {"format", r.format},
+      {"family", r.family},
+      {"generator", r.generator},
+      {"img_resolution", c.img_resolution},
+      {"num_ws", c.num_ws},
+      {"z_dim", c.z_dim},
+      {"w_dim", c.w_dim},
+      {"c_dim", c.c_dim},
+      {"img_channels", c.img_channels},
+      {"mapping_layers", c.mapping.num_layers},
+      {"mapping_lr_multiplier", c.mapping.lr_multiplier},
+      {"architecture", c.synthesis.architecture},
+      {"channels", channels},
+      {"fp16_resolutions", c.synthesis.fp16_resolutions},
+      {"conv_clamp", c.synthesis.conv_clamp ? json(*c.synthesis.conv_clamp) : json(nullptr)},
+      {"resample_filter", c.synthesis.resample_filter},
+      {"use_noise", c.synthesis.use_noise},
+      {"noise_buffers", noise},
+      {"w_avg", {{"present", r.w_avg_present}, {"estimated", r.w_avg_estimated}, {"norm", r.w_avg_norm}}},
+      {"parameter_count", r.parameter_count},
+      {"stored_dtypes", r.stored_dtypes},
+      {"notes", r.notes},
+      {"config", json::parse(config_to_json(c))},
+      {"provenance",
+       {{"source_file", r.provenance.source_file},
+        {"source_sha256", r.provenance.source_sha256},
+        {"source_family", r.provenance.source_family},
+        {"converter", r.provenance.converter}}},
+  };
+  return j.dump(indent);
+}
+
+std::string inspect_to_text(const InspectReport& r) {
+  const ModelConfig& c = r.config;
+  std::ostringstream os;
+  auto row = [&](const char* k, const std::string& v) { os << "  " << std::left << std::setw(18) << k << v << "\n"; };
+  os << r.file << "\n";
+  row("format", r.format + ", " + std::to_string(r.file_size) + " bytes");
+  row("family", r.family + (r.generator.empty() ? "" : " (" + r.generator + ")"));
+  row("resolution", std::to_string(c.img_resolution) + "x" + std::to_string(c.img_resolution) + ", " +
+                        std::to_string(c.img_channels) + " channel" + (c.img_channels == 1 ? "" : "s"));
+  row("num_ws", std::to_string(c.num_ws));
+  row("z_dim / w_dim", std::to_string(c.z_dim) + " / " + std::to_string(c.w_dim));
+  row("c_dim", c.c_dim > 0 ? std::to_string(c.c_dim) + " (conditional, embed " + std::to_string(c.mapping.embed_features) + ")"
+                           : std::string("0 (unconditional)"));
+  row("mapping", std::to_string(c.mapping.num_layers) + " layers, width " + std::to_string(c.mapping.layer_features) +
+                     ", lr_multiplier " + fmt_float(c.mapping.lr_multiplier) + ", " + c.mapping.activation);
+  row("architecture", c.synthesis.architecture);
+  std::string ch;
+  for (const auto& [res, n] : c.synthesis.channels) ch += (ch.empty() ? "" : ", ") + std::to_string(res) + ":" + std::to_string(n);
+  row("channels", ch);
+  std::string fp16;
+  for (int res : c.synthesis.fp16_resolutions) fp16 += (fp16.empty() ? "" : ", ") + std::to_string(res);
+  row("fp16 blocks", fp16.empty() ? "none" : fp16);
+  row("conv_clamp", c.synthesis.conv_clamp ? fmt_float(*c.synthesis.conv_clamp) : "none");
+  std::string taps;
+  for (float t : c.synthesis.resample_filter) taps += (taps.empty() ? "" : ", ") + fmt_float(t);
+  row("resample_filter", "[" + taps + "]");
+  if (c.synthesis.use_noise) {
+    std::string noise = std::to_string(r.noise_buffers.size()) + " noise_const maps (";
+    for (size_t i = 0; i < r.noise_buffers.size(); ++i) noise += (i ? ", " : "") + std::to_string(r.noise_buffers[i].resolution);
+    row("noise buffers", noise + ")");
+  } else {
+    row("noise buffers", "none (use_noise off)");
+  }
+  row("w_avg", !r.w_avg_present ? "absent (sg2 convert estimates it: mean mapping output over 10000 z from RandomState(0))"
+               : r.w_avg_estimated ? "estimated, norm " + fmt_float(r.w_avg_norm)
+                                   : "stored, norm " + fmt_float(r.w_avg_norm));
+  row("parameters", std::to_string(r.parameter_count));
+  std::string dt;
+  for (const auto& [k, n] : r.stored_dtypes) dt += (dt.empty() ? "" : ", ") + k + " x" + std::to_string(n);
+  row("stored as", dt);
+  row("sha256", r.sha256);
+  for (const std::string& n : r.notes) row("note", n);
+  return os.str();
+}
+
+}  // namespace sg2
