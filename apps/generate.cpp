@@ -116,7 +116,7 @@ int run_generate(int argc, char** argv) {
            " cells for ", ws_input.dim(0), " images");
   }
   const int64_t total = from_ws ? ws_input.dim(0) : static_cast<int64_t>(seeds.size());
-  Tensor labels = from_ws ? Tensor() : class_labels(args, cfg, 1);  // validates --class now
+  if (!from_ws) class_labels(args, cfg, 1);  // validates --class before any work
   const int chunk = chunk_size(gen, args);
 
   Progress progress("sg2 generate", total, quiet);
