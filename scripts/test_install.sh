@@ -46,6 +46,8 @@ int main(void) {
 }
 C
 libdir=$(dirname "$(find "$prefix" -name 'libsg2.so' | head -n1)")
-cc -std=c99 -Wall -Werror -I"$prefix/include" "$tmp/c_abi.c" -L"$libdir" -Wl,-rpath,"$libdir" -lsg2 -o "$tmp/c_abi"
+c_compiler=(cc)
+if ! command -v cc >/dev/null; then c_compiler=(c++ -x c); fi   # g++ alone can compile C too
+"${c_compiler[@]}" -std=c99 -Wall -Werror -I"$prefix/include" "$tmp/c_abi.c" -L"$libdir" -Wl,-rpath,"$libdir" -lsg2 -o "$tmp/c_abi"
 "$tmp/c_abi"
 echo "sg2 install test: passed (find_package example, installed CLI, C ABI)"
