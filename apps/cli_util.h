@@ -1,0 +1,161 @@
+// sg2 CLI: helpers shared by the subcommands — option parsing with usage errors, the common
+// model/device options, value parsers, output directories and files, and the progress bar.
+//
+// Reusable by every subcommand (generate, mix, interpolate, convert, inspect, bench):
+//   cxxopts::Options opts = cli::make_options("generate", "images from seeds");
+//   cli::add_model_options(opts);                      // --network --device --precision --batch
+//   auto args = cli::parse(opts, argc, argv);          // usage errors -> Error(invalid_argument)
+//   if (cli::print_help_if_asked(opts, args)) return 0;
+//   sg2::Generator gen = cli::make_generator(args);    // loads --network or the bundled model
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <cxxopts.hpp>
+
+#include "sg2/generator.h"
+#include "sg2/image.h"
+#include "sg2/model.h"
+#include "sg2/tensor.h"
+
+namespace sg2::cli {
+
+// --- parsing -------------------------------------------------------------------------------
+
+/// Options for `sg2 <command>` with -h/--help already added.
+cxxopts::Options make_options(const std::string& command, const std::string& description);
+
+/// Parses argv (argv[0] is the command name). Unknown options, missing or malformed values and
+/// stray positional arguments become Error(invalid_argument) (exit 2) naming the option and
+/// pointing at `sg2 <command> --help`.
+cxxopts::ParseResult parse(cxxopts::Options& opts, int argc, char** argv);
+
+/// Prints opts.help() to stdout and returns true when -h/--help was given.
+bool print_help_if_asked(const cxxopts::Options& opts, const cxxopts::ParseResult& args);
+
+/// The value of option `name` as a string ("" when absent and without default).
+std::string get(const cxxopts::ParseResult& args, const std::string& name);
+bool has(const cxxopts::ParseResult& args, const std::string& name);
+
+/// Strict number parsers: the whole text must be a number in [lo, hi]; otherwise
+/// Error(invalid_argument) "--<what> ...".
+int64_t parse_int(const std::string& what, const std::string& text, int64_t lo, int64_t hi);
+uint64_t parse_u64(const std::string& what, const std::string& text);
+float parse_float(const std::string& what, const std::string& text);
+
+/// "0-6", "0,1,2", "0-3,7": non-negative integers (ranges inclusive), in order, duplicates kept.
+std::vector<int> parse_index_list(const std::string& what, const std::string& text);
+
+/// "10x1" -> {cols 10, rows 1}; both >= 1.
+struct GridShape {
+  int cols = 0, rows = 0;
+};
+GridShape parse_grid(const std::string& text);
+
+// --- model, device, batch ------------------------------------------------------------------
+
+/// Adds --network (model file or checkpoint; default: the bundled digits32 model), --device
+/// (cpu|cuda|cuda:N; default: CUDA when available), --precision (auto|fp32|tf32|fp16) and, when
+/// with_batch, --batch N.
+void add_model_options(cxxopts::Options& opts, bool with_batch = true);
+
+/// The GeneratorOptions those options ask for (device, precision, max_batch).
+GeneratorOptions generator_options(const cxxopts::ParseResult& args);
+
+/// The path --network names, or the bundled model's path (default_model_path(): throws with
+/// every place looked at when it is missing).
+std::string network_path(const cxxopts::ParseResult& args);
+
+/// load_model(network_path(args)).
+Model load_network(const cxxopts::ParseResult& args);
+
+/// A Generator for load_network(args) with generator_options(args).
+Generator make_generator(const cxxopts::ParseResult& args);
+
+/// Images per call to the generator: --batch when given, else the backend's default.
+int chunk_size(Generator& gen, const cxxopts::ParseResult& args);
+
+/// The --class option as a one-hot label for n samples: [n, c_dim]; empty when the model is
+/// unconditional and no class was given. Errors (exit 2): a conditional model without --class
+/// (the message lists the valid range), a class out of range, a class for an unconditional model.
+Tensor class_labels(const cxxopts::ParseResult& args, const ModelConfig& cfg, int64_t n);
+
+/// Adds --class K.
+void add_class_option(cxxopts::Options& opts);
+
+// --- outputs -------------------------------------------------------------------------------
+
+/// "seed0042" (official `seed{seed:04d}`; wider seeds print all their digits).
+std::string seed_stem(uint64_t seed);
+/// "frame00012", "ws0003": prefix + zero-padded index.
+std::string indexed_stem(const std::string& prefix, int64_t index, int width);
+
+/// An output directory, created (with parents) and checked writable before any work starts.
+/// When the command fails, a directory this object created is removed again if still empty.
+class OutputDir {
+ public:
+  /// Throws Error(io) "cannot write to output directory DIR: reason" when it cannot be created
+  /// or a file cannot be created in it.
+  explicit OutputDir(const std::string& dir);
+  ~OutputDir();
+  OutputDir(const OutputDir&) = delete;
+  OutputDir& operator=(const OutputDir&) = delete;
+
+  const std::string& path() const { return dir_; }
+  /// dir + "/" + name
+  std::string file(const std::string& name) const;
+  /// Marks the run successful: the directory is kept.
+  void commit() { committed_ = true; }
+
+ private:
+  std::string dir_;
+  bool created_ = false;
+  bool committed_ = false;
+};
+
+/// --format png|npy|both.
+enum class OutputFormat { png, npy, both };
+OutputFormat parse_format(const std::string& text);
+
+/// Writes image n of img [N, C, H, W] as `<stem>.png` (official uint8 conversion: 1 channel
+/// grayscale, 3 RGB, 4 RGBA) and/or `<stem>.npy` (float32 [1, C, H, W]). Every file is written
+/// atomically. Returns the 8-bit image (for grids).
+Image8 write_image(const OutputDir& out, const std::string& stem, const Tensor& img, int64_t n, OutputFormat fmt);
+
+/// True when an executable called `name` is on PATH; its full path goes to *found.
+bool find_on_path(const std::string& name, std::string* found = nullptr);
+
+/// Runs argv[0] (searched on PATH) with the arguments, stdin from /dev/null, stdout+stderr
+/// captured into *output. Returns the exit status (-1 when it could not be started).
+int run_process(const std::vector<std::string>& argv, std::string* output);
+
+// --- progress ------------------------------------------------------------------------------
+
+/// A progress bar on stderr (never stdout). On a terminal it appears once the run has taken
+/// ~0.5 s and redraws at most 10 times a second; when stderr is not a terminal, a plain line is
+/// printed at most every 10 s, and only for runs longer than that. Silent when quiet.
+class Progress {
+ public:
+  Progress(std::string label, int64_t total, bool quiet);
+  ~Progress();
+  void advance(int64_t n = 1);
+  /// Clears the bar (terminal) so that later messages start on a clean line.
+  void finish();
+  double elapsed_s() const;
+
+ private:
+  void draw(bool final_draw);
+  std::string label_;
+  int64_t total_, done_ = 0;
+  bool quiet_, tty_, drawn_ = false, finished_ = false;
+  std::chrono::steady_clock::time_point start_, last_draw_;
+};
+
+/// Adds -q/--quiet (no progress bar, no summary line).
+void add_quiet_option(cxxopts::Options& opts);
+
+}  // namespace sg2::cli

@@ -1,0 +1,167 @@
+// sg2 interpolate: frames between consecutive seeds, and an mp4 when ffmpeg is on PATH.
+//
+// Segment i goes from seed i to seed i+1 in --frames steps t = f / frames, f = 0 .. frames-1;
+// the last frame is the last seed itself (with --loop a final segment returns to the first seed
+// instead). --space w (default) lerps the mapped ws (truncation applied first), a + t (b - a) as
+// torch.lerp; --space z slerps the latents z and maps each frame. The noise is the same for every
+// frame (const by default; random uses one fixed map set from --noise-seed), so only the latent
+// moves. Frames are frame00000.png, ...; the video is interpolation.mp4.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "sg2/error.h"
+#include "sg2/image.h"
+
+namespace sg2::cli {
+namespace {
+
+/// Spherical interpolation of two vectors (falls back to lerp when they are nearly parallel).
+void slerp(const float* a, const float* b, float* out, int n, double t) {
+  double na = 0, nb = 0, dot = 0;
+  for (int i = 0; i < n; ++i) {
+    na += double(a[i]) * a[i];
+    nb += double(b[i]) * b[i];
+    dot += double(a[i]) * b[i];
+  }
+  const double cosv = std::clamp(dot / std::max(std::sqrt(na * nb), 1e-30), -1.0, 1.0);
+  const double omega = std::acos(cosv);
+  const double so = std::sin(omega);
+  double wa = 1 - t, wb = t;
+  if (so > 1e-6) {
+    wa = std::sin((1 - t) * omega) / so;
+    wb = std::sin(t * omega) / so;
+  }
+  for (int i = 0; i < n; ++i) out[i] = static_cast<float>(wa * a[i] + wb * b[i]);
+}
+
+int run_interpolate(int argc, char** argv) {
+  cxxopts::Options opts = make_options(
+      "interpolate",
+      "Renders frames between consecutive seeds (lerp in W or slerp in Z) as frame00000.png, ..., and "
+      "interpolation.mp4 when ffmpeg is on PATH.");
+  opts.add_options()
+      ("seeds", "two or more seeds visited in order, e.g. 0,5,9 or 0-3", cxxopts::value<std::string>(), "LIST")
+      ("frames", "frames per segment (between two consecutive seeds)",
+       cxxopts::value<std::string>()->default_value("30"), "N")
+      ("loop", "add a segment from the last seed back to the first (a seamless loop)")
+      ("space", "w: lerp the ws (default); z: slerp the latents z", cxxopts::value<std::string>()->default_value("w"), "w|z")
+      ("trunc", "truncation psi toward w_avg (1 = none)", cxxopts::value<std::string>()->default_value("1"), "PSI")
+      ("trunc-cutoff", "truncate only ws rows [0, N)", cxxopts::value<std::string>(), "N")
+      ("noise-mode", "const, random (one fixed draw for all frames) or none",
+       cxxopts::value<std::string>()->default_value("const"), "MODE")
+      ("noise-seed", "seed of --noise-mode random (default 0)", cxxopts::value<std::string>(), "S")
+      ("fps", "frames per second of the video", cxxopts::value<std::string>()->default_value("30"), "N")
+      ("no-video", "do not run ffmpeg, only write the frames")
+      ("outdir", "output directory (created if missing)", cxxopts::value<std::string>()->default_value("out"), "DIR");
+  add_class_option(opts);
+  add_model_options(opts);
+  add_quiet_option(opts);
+  auto args = parse(opts, argc, argv);
+  if (print_help_if_asked(opts, args)) return 0;
+
+  if (!has(args, "seeds")) fail(ErrorKind::invalid_argument, "--seeds LIST is required (at least two seeds, e.g. 0,5)");
+  const std::vector<uint32_t> seeds = parse_seeds(get(args, "seeds"));
+  if (seeds.size() < 2) fail(ErrorKind::invalid_argument, "--seeds: give at least two seeds to interpolate between");
+  const int frames = static_cast<int>(parse_int("frames", get(args, "frames"), 1, 100000));
+  const bool loop = has(args, "loop");
+  const std::string space = get(args, "space");
+  if (space != "w" && space != "z") fail(ErrorKind::invalid_argument, "--space: unknown space '", space, "' (expected w or z)");
+  Truncation trunc;
+  trunc.psi = parse_float("trunc", get(args, "trunc"));
+  if (has(args, "trunc-cutoff")) trunc.cutoff = static_cast<int>(parse_int("trunc-cutoff", get(args, "trunc-cutoff"), 0, 1 << 20));
+  const NoiseMode noise_mode = parse_noise_mode(get(args, "noise-mode"));
+  uint64_t noise_seed = 0;
+  if (has(args, "noise-seed")) {
+    if (noise_mode != NoiseMode::random)
+      fail(ErrorKind::invalid_argument, "--noise-seed is only used with --noise-mode random");
+    noise_seed = parse_u64("noise-seed", get(args, "noise-seed"));
+  }
+  const int fps = static_cast<int>(parse_int("fps", get(args, "fps"), 1, 1000));
+  const bool quiet = has(args, "quiet");
+  const int64_t S = static_cast<int64_t>(seeds.size());
+  const int64_t segments = loop ? S : S - 1;
+  const int64_t total = segments * frames + (loop ? 0 : 1);
+  if (total > 1000000) fail(ErrorKind::invalid_argument, "too many frames (", total, ")");
+  const GeneratorOptions gen_options = generator_options(args);
+  OutputDir out(get(args, "outdir"));
+
+  Generator gen(load_network(args), gen_options);
+  const ModelConfig& cfg = gen.config();
+  class_labels(args, cfg, 1);  // validates --class before any work
+  const Tensor z = z_from_seeds(seeds, cfg.z_dim);
+  Tensor key_ws;
+  if (space == "w") key_ws = gen.map(z, class_labels(args, cfg, S), trunc);
+  const int64_t row_len = int64_t(cfg.num_ws) * cfg.w_dim;
+
+  const int chunk = chunk_size(gen, args);
+  Progress progress("sg2 interpolate", total, quiet);
+  for (int64_t b = 0; b < total; b += chunk) {
+    const int64_t e = std::min<int64_t>(total, b + chunk);
+    const int64_t n = e - b;
+    Tensor ws({n, cfg.num_ws, cfg.w_dim});
+    Tensor zf({n, cfg.z_dim});
+    for (int64_t f = b; f < e; ++f) {
+      const int64_t seg = std::min<int64_t>(f / frames, S - 1);
+      const double t = f / frames >= segments ? 0.0 : double(f % frames) / frames;
+      const int64_t ia = seg, ib = (seg + 1) % S;
+      if (space == "w") {
+        const float* a = key_ws.data() + ia * row_len;
+        const float* c = key_ws.data() + ib * row_len;
+        float* dst = ws.data() + (f - b) * row_len;
+        const float tf = static_cast<float>(t);
+        for (int64_t i = 0; i < row_len; ++i) dst[i] = a[i] + tf * (c[i] - a[i]);
+      } else {
+        slerp(z.data() + ia * cfg.z_dim, z.data() + ib * cfg.z_dim, zf.data() + (f - b) * cfg.z_dim, cfg.z_dim, t);
+      }
+    }
+    if (space == "z") ws = gen.map(zf, class_labels(args, cfg, n), trunc);
+    NoiseSpec noise;
+    noise.mode = noise_mode;
+    noise.seed = noise_seed;
+    if (noise_mode == NoiseMode::random) noise.keys.assign(static_cast<size_t>(n), 0);
+    Tensor img = gen.synthesize(ws, noise);
+    for (int64_t i = 0; i < n; ++i) write_png(out.file(indexed_stem("frame", b + i, 5) + ".png"), to_image8(img, i));
+    progress.advance(n);
+  }
+  progress.finish();
+  out.commit();
+
+  std::string video;
+  if (!has(args, "no-video")) {
+    std::string ffmpeg;
+    if (!find_on_path("ffmpeg", &ffmpeg)) {
+      if (!quiet) std::cerr << "sg2 interpolate: ffmpeg is not on PATH, so no video was made (the frames are in " << out.path() << ")\n";
+    } else {
+      const std::string tmp = out.file(".interpolation.tmp.mp4");
+      std::string log;
+      // Scale up small images (nearest neighbour) so players show them; even sizes for yuv420p.
+      const int side = cfg.img_resolution < 256 ? 256 / cfg.img_resolution * cfg.img_resolution : cfg.img_resolution;
+      const int rc = run_process({ffmpeg, "-y", "-loglevel", "error", "-framerate", std::to_string(fps), "-i",
+                                  out.file("frame%05d.png"), "-vf",
+                                  "scale=" + std::to_string(side) + ":" + std::to_string(side) + ":flags=neighbor",
+                                  "-c:v", "libx264", "-pix_fmt", "yuv420p", "-f", "mp4", tmp},
+                                 &log);
+      if (rc != 0 || std::rename(tmp.c_str(), out.file("interpolation.mp4").c_str()) != 0) {
+        std::remove(tmp.c_str());
+        while (!log.empty() && (log.back() == '\n' || log.back() == '\r')) log.pop_back();
+        fail(ErrorKind::io, "ffmpeg failed (exit ", rc, "): ", log.substr(0, 300),
+             " (the frames are in ", out.path(), "; --no-video skips the video)");
+      }
+      video = "interpolation.mp4";
+    }
+  }
+  if (!quiet)
+    std::cout << "sg2 interpolate: " << total << " frames in " << out.path() << (video.empty() ? "" : " + " + video)
+              << ", " << static_cast<int>(progress.elapsed_s() * 10 + 0.5) / 10.0 << " s\n";
+  return 0;
+}
+
+}  // namespace
+
+SG2_COMMAND(interpolate, 30, "frames (and an mp4) between consecutive seeds", run_interpolate);
+
+}  // namespace sg2::cli

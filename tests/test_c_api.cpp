@@ -1,0 +1,130 @@
+// The C ABI (sg2_c.h): same numbers as the C++ API, status codes and last-error messages, no
+// exception crossing the boundary.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "sg2/sg2.h"
+#include "sg2/sg2_c.h"
+#include "test_cli_run.h"
+
+using namespace sg2;
+using namespace sg2::test;
+
+namespace {
+
+struct Handle {
+  sg2_generator* g = nullptr;
+  ~Handle() { sg2_generator_close(g); }
+};
+
+sg2_options cpu_options() {
+  sg2_options o;
+  sg2_options_init(&o);
+  o.device = "cpu";
+  return o;
+}
+
+}  // namespace
+
+TEST(CApi, GeneratesWhatTheCppApiGenerates) {
+  const std::string dir = temp_dir("c");
+  const std::string model = write_tiny_model(dir, 4);
+  const sg2_options opt = cpu_options();
+  Handle h;
+  ASSERT_EQ(sg2_generator_open(model.c_str(), &opt, &h.g), SG2_OK) << sg2_last_error();
+  sg2_model_info info;
+  ASSERT_EQ(sg2_generator_info(h.g, &info), SG2_OK);
+  EXPECT_EQ(info.z_dim, 8);
+  EXPECT_EQ(info.c_dim, 4);
+  EXPECT_EQ(info.num_ws, 6);
+  EXPECT_EQ(info.img_resolution, 16);
+  EXPECT_EQ(info.img_channels, 3);
+
+  GeneratorOptions cpu;
+  cpu.device = Device{};
+  Generator gen(load_model_file(model), cpu);
+  const uint32_t seeds[] = {3, 9};
+  Truncation tr;
+  tr.psi = 0.6f;
+  const Tensor c = one_hot({2, 2}, 4);
+  const Tensor want = gen.generate(z_from_seeds({3, 9}, 8), c, tr);
+
+  std::vector<float> img(size_t(2 * 3 * 16 * 16));
+  ASSERT_EQ(sg2_generate_seeds(h.g, seeds, 2, 2, 0.6f, SG2_NOISE_CONST, img.data()), SG2_OK) << sg2_last_error();
+  EXPECT_TRUE(tensors_near(Tensor({2, 3, 16, 16}, img), want, 1e-6, "generate_seeds"));
+
+  // map + synthesize = generate.
+  const Tensor z = z_from_seeds({3, 9}, 8);
+  std::vector<float> ws(size_t(2 * 6 * 8));
+  ASSERT_EQ(sg2_map(h.g, z.data(), c.data(), 2, 0.6f, -1, ws.data()), SG2_OK) << sg2_last_error();
+  EXPECT_TRUE(tensors_near(Tensor({2, 6, 8}, ws), gen.map(z, c, tr), 1e-6, "map"));
+  std::vector<float> img2(img.size());
+  ASSERT_EQ(sg2_synthesize(h.g, ws.data(), 2, SG2_NOISE_CONST, 0, nullptr, img2.data()), SG2_OK) << sg2_last_error();
+  EXPECT_TRUE(tensors_near(Tensor({2, 3, 16, 16}, img2), want, 1e-6, "synthesize"));
+
+  // Random noise keyed by caller-given keys: the same key gives the same image in any batch.
+  const uint64_t keys[] = {77, 78};
+  std::vector<float> r2(img.size()), r1(img.size() / 2);
+  ASSERT_EQ(sg2_synthesize(h.g, ws.data(), 2, SG2_NOISE_RANDOM, 5, keys, r2.data()), SG2_OK);
+  ASSERT_EQ(sg2_synthesize(h.g, ws.data(), 1, SG2_NOISE_RANDOM, 5, keys, r1.data()), SG2_OK);
+  EXPECT_TRUE(tensors_near(Tensor({1, 3, 16, 16}, r1), Tensor({2, 3, 16, 16}, r2).slice0(0, 1), 1e-5, "random noise"));
+
+  // uint8 conversion and PNG writing.
+  std::vector<uint8_t> px(16 * 16 * 3);
+  ASSERT_EQ(sg2_to_uint8(img.data(), 3, 16, 16, px.data()), SG2_OK);
+  EXPECT_TRUE(px == to_image8(want, 0).pixels);
+  const std::string png = dir + "/c.png";
+  ASSERT_EQ(sg2_write_png(png.c_str(), px.data(), 16, 16, 3), SG2_OK) << sg2_last_error();
+  EXPECT_TRUE(read_png(png).pixels == px);
+}
+
+TEST(CApi, ErrorsAreStatusCodesWithMessages) {
+  const std::string dir = temp_dir("cerr");
+  const sg2_options opt = cpu_options();
+  sg2_generator* g = reinterpret_cast<sg2_generator*>(0x1);
+  EXPECT_NE(sg2_generator_open((dir + "/missing.pkl").c_str(), &opt, &g), SG2_OK);
+  EXPECT_EQ(g, nullptr);
+  EXPECT_NE(std::string(sg2_last_error()).find("missing.pkl"), std::string::npos) << sg2_last_error();
+  EXPECT_EQ(sg2_generator_open(nullptr, &opt, nullptr), SG2_ERR_INVALID_ARGUMENT);
+
+  sg2_options bad = opt;
+  bad.precision = "fp64";
+  const std::string model = write_tiny_model(dir, 4);
+  EXPECT_EQ(sg2_generator_open(model.c_str(), &bad, &g), SG2_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sg2_last_error()).find("unknown precision 'fp64'"), std::string::npos);
+  bad = opt;
+  bad.device = "cuda:3";
+  if (!cuda_available()) {
+    EXPECT_EQ(sg2_generator_open(model.c_str(), &bad, &g), SG2_ERR_DEVICE);
+  }
+
+  Handle h;
+  ASSERT_EQ(sg2_generator_open(model.c_str(), &opt, &h.g), SG2_OK);
+  std::vector<float> img(3 * 16 * 16);
+  const uint32_t seed = 1;
+  EXPECT_EQ(sg2_generate_seeds(h.g, &seed, 1, -1, 1.0f, SG2_NOISE_CONST, img.data()), SG2_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sg2_last_error()).find("conditional"), std::string::npos) << sg2_last_error();
+  EXPECT_EQ(sg2_generate_seeds(h.g, &seed, 1, 4, 1.0f, SG2_NOISE_CONST, img.data()), SG2_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sg2_last_error()).find("out of range"), std::string::npos) << sg2_last_error();
+  EXPECT_EQ(sg2_generate_seeds(h.g, &seed, 1, 0, NAN, SG2_NOISE_CONST, img.data()), SG2_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(sg2_generate_seeds(h.g, nullptr, 1, 0, 1.0f, SG2_NOISE_CONST, img.data()), SG2_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(sg2_generate_seeds(h.g, &seed, -1, 0, 1.0f, SG2_NOISE_CONST, img.data()), SG2_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(sg2_generate_seeds(h.g, &seed, 1, 0, 1.0f, static_cast<sg2_noise_mode>(9), img.data()),
+            SG2_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(sg2_generate_seeds(h.g, &seed, 1, 0, 1.0f, SG2_NOISE_NONE, img.data()), SG2_OK) << sg2_last_error();
+  EXPECT_EQ(sg2_generator_info(nullptr, nullptr), SG2_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(sg2_write_png((dir + "/no/such/dir/x.png").c_str(), std::vector<uint8_t>(12).data(), 2, 2, 3), SG2_ERR_IO);
+  EXPECT_EQ(sg2_write_png((dir + "/x.png").c_str(), std::vector<uint8_t>(12).data(), 2, 2, 5), SG2_ERR_INVALID_ARGUMENT);
+  sg2_generator_close(nullptr);
+
+  // The bundled model's path: size query, too small a buffer.
+  ::unsetenv("SG2_MODEL");
+  size_t needed = 0;
+  EXPECT_EQ(sg2_default_model_path(nullptr, 0, &needed), SG2_ERR_INVALID_ARGUMENT);
+  ASSERT_GT(needed, 1u);
+  std::vector<char> buf(needed);
+  ASSERT_EQ(sg2_default_model_path(buf.data(), buf.size(), nullptr), SG2_OK);
+  EXPECT_EQ(std::string(buf.data()), default_model_path());
+  EXPECT_STREQ(sg2_version(), version());
+}

@@ -1,0 +1,112 @@
+// sg2 tests: running the `sg2` CLI binary (SG2_CLI) and small model files for CLI/API tests.
+#pragma once
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sg2/model.h"
+#include "sg2/random_model.h"
+#include "test_util.h"
+
+extern char** environ;
+
+namespace sg2::test {
+
+/// What one run of the CLI produced.
+struct CliResult {
+  int status = -1;  ///< exit status (128 + signal when killed)
+  std::string out, err;
+};
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream os;
+  os << f.rdbuf();
+  return os.str();
+}
+
+inline bool file_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+/// Runs `sg2 args...` (or `exe args...` when exe is given) with stdin from /dev/null, capturing
+/// stdout and stderr. `env` entries ("NAME=value") are added to, or replace, the environment;
+/// "NAME=" with nothing after '=' removes NAME.
+inline CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
+                         const std::string& exe = SG2_CLI) {
+  static int counter = 0;
+  const std::string base = "/tmp/sg2_cli_run_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
+  const std::string out_path = base + ".out", err_path = base + ".err";
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<std::string> argv_s = {exe};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::map<std::string, std::string> vars;
+  for (char** e = environ; *e; ++e) {
+    std::string s = *e;
+    const size_t eq = s.find('=');
+    if (eq != std::string::npos) vars[s.substr(0, eq)] = s.substr(eq + 1);
+  }
+  for (const std::string& s : env) {
+    const size_t eq = s.find('=');
+    if (eq + 1 == s.size()) vars.erase(s.substr(0, eq));
+    else vars[s.substr(0, eq)] = s.substr(eq + 1);
+  }
+  std::vector<std::string> env_s;
+  for (const auto& [k, v] : vars) env_s.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& e : env_s) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  CliResult r;
+  pid_t pid = 0;
+  if (::posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), envp.data()) == 0) {
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  }
+  posix_spawn_file_actions_destroy(&fa);
+  r.out = slurp(out_path);
+  r.err = slurp(err_path);
+  ::unlink(out_path.c_str());
+  ::unlink(err_path.c_str());
+  return r;
+}
+
+/// A readable description of a run for assertion messages.
+inline std::string describe(const CliResult& r) {
+  return "exit " + std::to_string(r.status) + "\n--- stdout ---\n" + r.out + "--- stderr ---\n" + r.err;
+}
+
+/// Small random generators saved as model files (fast on the CPU backend).
+inline ModelConfig tiny_config(int c_dim = 0, int channels = 3) {
+  return make_config(16, 128, 16, 8, 8, c_dim, channels, 2, "skip", 256.0f, 2);
+}
+inline std::string write_tiny_model(const std::string& dir, int c_dim = 0, int channels = 3,
+                                    const std::string& name = "tiny.safetensors") {
+  const std::string path = dir + "/" + name;
+  save_model_file(path, make_random_model(tiny_config(c_dim, channels), 5));
+  return path;
+}
+
+/// Fixture and bundled-model paths.
+inline std::string fixture(const std::string& rel) { return source_path("tests/data/fixtures/" + rel); }
+inline std::string digits32() { return source_path("models/digits32/digits32.pkl"); }
+inline std::string digits32_golden(const std::string& name) { return source_path("models/digits32/goldens/" + name); }
+
+}  // namespace sg2::test
