@@ -1,97 +1,123 @@
 #!/usr/bin/env bash
-# The one script to run on a GPU machine: build (CUDA), the GPU tests, compute-sanitizer memcheck
-# and racecheck on the kernel tests, and `sg2 bench`; logs go to $OUT and a short table is printed
-# last.
+# The one script to run on a GPU machine: build (CUDA), the GPU tests, `sg2 bench` with a per-step
+# profile, and compute-sanitizer memcheck + racecheck; logs go to $OUT and a short table is printed
+# last. Phases stop at a deadline so that the summary always comes back.
 #
-#   scripts/gpu_check.sh                      # every phase
-#   PHASES=build,test scripts/gpu_check.sh    # some phases (build,test,sanitize,bench,profile)
+#   scripts/gpu_check.sh                          # every phase
+#   PHASES=build,test scripts/gpu_check.sh        # some phases: build,test,bench,autotune,profile,sanitize
 #
 # Environment: OUT (logs; default ./gpu_out), SG2_BUILD_DIR (default /tmp/sg2-gpu-build),
 # SG2_CUDA_ARCHITECTURES (default 90), SG2_STB_INCLUDE_DIR, BENCH_BATCHES (default 1,8,32,128),
-# BENCH_ITERS (default 20), TEST_TIMEOUT / SANITIZE_TIMEOUT / BENCH_TIMEOUT (seconds).
+# BENCH_ITERS (default 20), TOTAL (seconds for everything; default 560), TEST_FILTER (gtest filter).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu_out}
 B=${SG2_BUILD_DIR:-/tmp/sg2-gpu-build}
-PHASES=${PHASES:-build,test,sanitize,bench,profile}
+PHASES=${PHASES:-build,test,bench,autotune,profile,sanitize}
+START=$(date +%s)
+DEADLINE=$((START + ${TOTAL:-560}))
 mkdir -p "$OUT"
 summary=()
 has() { [[ ",$PHASES," == *",$1,"* ]]; }
-stamp() { date +%s; }
-record() { summary+=("$(printf '%-10s %-6s %5ss  %s' "$1" "$2" "$3" "$4")"); }
+now() { date +%s; }
+left() { local l=$((DEADLINE - $(now))); ((l < 5)) && l=5; echo "$l"; }
+cap() { local l; l=$(left); ((l < $1)) && echo "$l" || echo "$1"; }  # min(default, time left)
+record() { summary+=("$(printf '%-10s %-5s %4ss  %s' "$1" "$2" "$3" "$4")"); }
 
-echo "== machine"; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee "$OUT/summary.txt"
+echo "== machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee "$OUT/summary.txt"
 
 if has build; then
-  t0=$(stamp)
+  t0=$(now)
   args=(-G Ninja -DCMAKE_BUILD_TYPE=Release "-DSG2_CUDA_ARCHITECTURES=${SG2_CUDA_ARCHITECTURES:-90}")
   [[ -n "${SG2_STB_INCLUDE_DIR:-}" ]] && args+=("-DSG2_STB_INCLUDE_DIR=$SG2_STB_INCLUDE_DIR")
   if cmake -S . -B "$B" "${args[@]}" >"$OUT/build.log" 2>&1 && cmake --build "$B" -j "$(nproc)" >>"$OUT/build.log" 2>&1; then
-    record build ok $(( $(stamp) - t0 )) "$(grep -c -i warning "$OUT/build.log") warnings"
+    record build ok $(($(now) - t0)) "$(grep -c -i 'warning' "$OUT/build.log") warning lines"
   else
-    tail -40 "$OUT/build.log"
-    record build FAIL $(( $(stamp) - t0 )) "see build.log"
+    grep -E 'error|Error' "$OUT/build.log" | head -40
+    record build FAIL $(($(now) - t0)) "see build.log"
     printf '%s\n' "${summary[@]}"
     exit 1
   fi
 fi
 
 if has test; then
-  t0=$(stamp)
-  timeout "${TEST_TIMEOUT:-300}" "$B/tests/sg2_gpu_tests" --gtest_color=no >"$OUT/gpu_tests.log" 2>&1
+  t0=$(now)
+  timeout "$(cap 240)" "$B/tests/sg2_gpu_tests" --gtest_color=no --gtest_filter="${TEST_FILTER:-*}" >"$OUT/gpu_tests.log" 2>&1
   rc=$?
-  res=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/gpu_tests.log" | tr '\n' ' ')
-  record gpu-tests "$([[ $rc == 0 ]] && echo ok || echo FAIL)" $(( $(stamp) - t0 )) "rc=$rc $res"
-  grep -E '^\[  FAILED  \]|Failure|Expected|Which is|max \||error' "$OUT/gpu_tests.log" | head -60
-  grep -E '^  (conv |fp32 |.*PSNR|compared|digits32)' "$OUT/gpu_tests.log" | head -60
-fi
-
-if has sanitize; then
-  t0=$(stamp)
-  : >"$OUT/sanitizer.log"
-  ok=ok
-  # my kernels alone (no cuDNN), then the whole executor with the direct conv (no cuDNN inside)
-  for tool in memcheck racecheck; do
-    timeout "${SANITIZE_TIMEOUT:-150}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
-      "$B/tests/sg2_gpu_tests" --gtest_filter='GpuKernels.*-GpuKernels.CudnnConv*' --gtest_color=no \
-      >>"$OUT/sanitizer.log" 2>&1 || ok=FAIL
-    echo "== $tool kernels: ok=$ok" >>"$OUT/sanitizer.log"
-    SG2_CONV=direct timeout "${SANITIZE_TIMEOUT:-150}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
-      "$B/tests/sg2_gpu_tests" --gtest_filter='GpuGenerator.DumpsMatchCpuDumps' --gtest_color=no \
-      >>"$OUT/sanitizer.log" 2>&1 || ok=FAIL
-    echo "== $tool generator (direct conv): ok=$ok" >>"$OUT/sanitizer.log"
-  done
-  record sanitizer "$ok" $(( $(stamp) - t0 )) "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer.log" | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
-  grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^== ' "$OUT/sanitizer.log" | head -20
+  res=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$OUT/gpu_tests.log" | tr -s ' ' | tr '\n' ' ')
+  record gpu-tests "$([[ $rc == 0 ]] && echo ok || echo FAIL)" $(($(now) - t0)) "rc=$rc $res"
+  echo "== gpu test failures"
+  grep -E '^\[  FAILED  \]|Failure$|max \||Skipped|error:|what\(\)' "$OUT/gpu_tests.log" | head -50
+  echo "== gpu test notes"
+  grep -E '^  (conv |fp32 |compared|digits32|.*PSNR)' "$OUT/gpu_tests.log" | head -40
+  grep -E '^\[       OK \]|^\[  FAILED  \]' "$OUT/gpu_tests.log" | sed 's/^/  /' | head -30
 fi
 
 if has bench; then
-  t0=$(stamp)
-  bt=${BENCH_TIMEOUT:-300}
+  t0=$(now)
   it=${BENCH_ITERS:-20}
-  {
-    timeout "$bt" "$B/sg2" bench --config ffhq1024-f --batch "${BENCH_BATCHES:-1,8,32,128}" \
-      --precision auto,fp16,tf32,fp32 --iters "$it" --accuracy --verbose
-    timeout 120 "$B/sg2" bench --config paper256 --batch 1,32,128 --precision fp16,auto,fp32 --iters "$it"
-    timeout 120 "$B/sg2" bench --config paper512 --batch 1,32 --precision auto,fp16 --iters "$it"
-    if [[ -f models/digits32/digits32.pkl ]]; then
-      timeout 120 "$B/sg2" bench --network models/digits32/digits32.pkl --precision auto,tf32,fp16,fp32 --accuracy-only
-    fi
-  } >"$OUT/bench.txt" 2>"$OUT/bench_progress.txt"
-  record bench "$([[ $? == 0 ]] && echo ok || echo FAIL)" $(( $(stamp) - t0 )) "bench.txt"
+  : >"$OUT/bench.txt"
+  timeout "$(cap 240)" "$B/sg2" bench --config ffhq1024-f --batch "${BENCH_BATCHES:-1,8,32,128}" \
+    --precision auto,fp16,tf32,fp32 --iters "$it" --accuracy --verbose >>"$OUT/bench.txt" 2>"$OUT/bench_progress.txt"
+  rc1=$?
+  timeout "$(cap 90)" "$B/sg2" bench --config paper256 --batch 1,32,128 --precision fp16,auto,fp32 --iters "$it" \
+    >>"$OUT/bench.txt" 2>>"$OUT/bench_progress.txt"
+  rc2=$?
+  timeout "$(cap 60)" "$B/sg2" bench --config paper512 --batch 1,32 --precision auto,fp16 --iters "$it" \
+    >>"$OUT/bench.txt" 2>>"$OUT/bench_progress.txt"
+  rc3=$?
+  timeout "$(cap 60)" "$B/sg2" bench --network models/digits32/digits32.pkl --precision auto,tf32,fp16,fp32 \
+    --accuracy-only >>"$OUT/bench.txt" 2>>"$OUT/bench_progress.txt"
+  rc4=$?
+  record bench "$([[ $rc1$rc2$rc3 == 000 ]] && echo ok || echo FAIL)" $(($(now) - t0)) "rc $rc1 $rc2 $rc3 digits32 $rc4"
+fi
+
+if has autotune; then
+  t0=$(now)
+  echo "== SG2_CUDNN_AUTOTUNE=1 (fastest deterministic cuDNN algorithm by timing)" >"$OUT/autotune.txt"
+  SG2_CUDNN_AUTOTUNE=1 timeout "$(cap 90)" "$B/sg2" bench --config ffhq1024-f --batch 1,32 \
+    --precision fp16,auto,tf32,fp32 --iters "${BENCH_ITERS:-20}" --verbose >>"$OUT/autotune.txt" 2>&1
+  record autotune "$([[ $? == 0 ]] && echo ok || echo FAIL)" $(($(now) - t0)) "autotune.txt"
 fi
 
 if has profile; then
-  t0=$(stamp)
-  timeout 120 "$B/sg2" bench --config ffhq1024-f --batch 32 --precision fp16,auto --iters 3 --warmup 1 --profile 32 \
-    >"$OUT/profile.txt" 2>&1
-  record profile "$([[ $? == 0 ]] && echo ok || echo FAIL)" $(( $(stamp) - t0 )) "profile.txt"
-  grep -A14 '^profile' "$OUT/profile.txt" | head -34
+  t0=$(now)
+  timeout "$(cap 60)" "$B/sg2" bench --config ffhq1024-f --batch 32 --precision fp16,auto --iters 2 --warmup 1 \
+    --profile 32 >"$OUT/profile.txt" 2>&1
+  record profile "$([[ $? == 0 ]] && echo ok || echo FAIL)" $(($(now) - t0)) "profile.txt"
+fi
+
+if has sanitize; then
+  t0=$(now)
+  : >"$OUT/sanitizer.log"
+  ok=ok
+  # the kernels alone (no cuDNN), then the whole executor with the direct conv (no cuDNN inside)
+  for tool in memcheck racecheck; do
+    timeout "$(cap 90)" compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/tests/sg2_gpu_tests" \
+      --gtest_filter='GpuKernels.*-GpuKernels.CudnnConv*' --gtest_color=no >>"$OUT/sanitizer.log" 2>&1
+    rc=$?
+    echo "== $tool kernels: rc=$rc" >>"$OUT/sanitizer.log"
+    [[ $rc != 0 ]] && ok=FAIL
+    SG2_CONV=direct timeout "$(cap 90)" compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/tests/sg2_gpu_tests" \
+      --gtest_filter='GpuGenerator.DumpsMatchCpuDumps' --gtest_color=no >>"$OUT/sanitizer.log" 2>&1
+    rc=$?
+    echo "== $tool generator (direct conv): rc=$rc" >>"$OUT/sanitizer.log"
+    [[ $rc != 0 ]] && ok=FAIL
+  done
+  record sanitizer "$ok" $(($(now) - t0)) "$(grep -E '^== ' "$OUT/sanitizer.log" | sed 's/== //' | tr '\n' ';')"
+  grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^== |Invalid|Race' "$OUT/sanitizer.log" | sort | uniq -c | head -20
 fi
 
 echo
+echo "== bench progress (stderr)"
+[[ -f "$OUT/bench_progress.txt" ]] && grep -v '^    b' "$OUT/bench_progress.txt" | head -60
+echo "== profile"
+[[ -f "$OUT/profile.txt" ]] && grep -A12 '^profile' "$OUT/profile.txt"
+echo "== autotune"
+[[ -f "$OUT/autotune.txt" ]] && grep -E '^(fp|auto|tf)' "$OUT/autotune.txt"
 echo "== bench"
 [[ -f "$OUT/bench.txt" ]] && cat "$OUT/bench.txt"
 echo
-echo "== summary"
+echo "== summary ($(($(now) - START)) s)"
 printf '%s\n' "${summary[@]}" | tee -a "$OUT/summary.txt"

@@ -51,49 +51,73 @@ Tensor z_of(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+/// Compares every img_s{seed}_psi{psi}[_cut{k}]_{mode}.npy of a case folder; returns how many, or
+/// -1 when the checkpoint cannot be loaded by this build.
+int check_case(const fs::path& dir, const std::string& model_file, const std::string& name) {
+  Model model;
+  try {
+    model = load_or_throw((dir / model_file).string());
+  } catch (const Error& e) {
+    std::cout << "  " << name << ": skipped, load_model: " << e.what() << "\n";
+    return -1;
+  }
+  Generator g(model, gpu_opts());
+  const std::regex img_re(R"(img_s(\d+)_psi([0-9.]+)(_cut(\d+))?_(const|none)\.npy)");
+  int compared = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    std::smatch m;
+    const std::string fn = entry.path().filename().string();
+    if (!std::regex_match(fn, m, img_re)) continue;
+    const std::string seed = m[1], mode = m[5];
+    if (!fs::exists(dir / ("z_s" + seed + ".npy"))) continue;
+    const Tensor z = z_of((dir / ("z_s" + seed + ".npy")).string());
+    Tensor c;
+    if (fs::exists(dir / ("c_s" + seed + ".npy"))) {
+      c = read_npy_tensor((dir / ("c_s" + seed + ".npy")).string());
+      c = c.reshaped({1, c.numel()});
+    }
+    Truncation tr;
+    tr.psi = std::stof(m[2]);
+    if (m[4].matched) tr.cutoff = std::stoi(m[4]);
+    NoiseSpec ns;
+    ns.mode = parse_noise_mode(mode);
+    const Tensor img = g.generate(z, c, tr, ns);
+    const Tensor ref = read_npy_tensor(entry.path().string());
+    EXPECT_TRUE(test::tensors_near(img, ref.reshaped(img.shape()), 1e-4, name + "/" + fn));
+    ++compared;
+  }
+  return compared;
+}
+
+}  // namespace
+
 TEST(GpuGoldens, FixturesMatchInFp32) {
   SG2_REQUIRE_GPU();
+  int compared = 0, skipped = 0;
   const fs::path root = test::source_path("tests/data/fixtures");
-  if (!fs::exists(root / "index.json")) GTEST_SKIP() << "no fixtures at " << root;
-  nlohmann::json index = nlohmann::json::parse(std::ifstream(root / "index.json"));
-  const std::regex img_re(R"(img_s(\d+)_psi([0-9.]+)_(const|none)\.npy)");
-  int compared = 0, skipped_cases = 0;
-  for (auto& [name, info] : index["cases"].items()) {
-    const fs::path dir = root / name;
-    Model model;
-    try {
-      model = load_or_throw((dir / info["model_file"].get<std::string>()).string());
-    } catch (const Error& e) {
-      std::cout << "  " << name << ": skipped, load_model: " << e.what() << "\n";
-      ++skipped_cases;
-      continue;
-    }
-    Generator g(model, gpu_opts());
-    for (const auto& entry : fs::directory_iterator(dir)) {
-      std::smatch m;
-      const std::string fn = entry.path().filename().string();
-      if (!std::regex_match(fn, m, img_re)) continue;
-      const std::string seed = m[1], mode = m[3];
-      const float psi = std::stof(m[2]);
-      if (!fs::exists(dir / ("z_s" + seed + ".npy"))) continue;
-      const Tensor z = z_of((dir / ("z_s" + seed + ".npy")).string());
-      Tensor c;
-      if (fs::exists(dir / ("c_s" + seed + ".npy"))) {
-        c = read_npy_tensor((dir / ("c_s" + seed + ".npy")).string());
-        c = c.reshaped({1, c.numel()});
-      }
-      Truncation tr;
-      tr.psi = psi;
-      NoiseSpec ns;
-      ns.mode = parse_noise_mode(mode);
-      const Tensor img = g.generate(z, c, tr, ns);
-      const Tensor ref = read_npy_tensor(entry.path().string());
-      EXPECT_TRUE(test::tensors_near(img, ref.reshaped(img.shape()), 1e-4, name + "/" + fn));
-      ++compared;
+  if (fs::exists(root / "index.json")) {
+    nlohmann::json index = nlohmann::json::parse(std::ifstream(root / "index.json"));
+    for (auto& [name, info] : index["cases"].items()) {
+      const int n = check_case(root / name, info["model_file"].get<std::string>(), name);
+      if (n < 0) ++skipped;
+      else compared += n;
     }
   }
-  std::cout << "  compared " << compared << " golden images; " << skipped_cases << " cases skipped\n";
-  if (compared == 0) GTEST_SKIP() << "no fixture could be loaded by this build (load_model)";
+  const fs::path extra = test::source_path("tests/data/official_extra");
+  if (fs::exists(extra)) {
+    for (const auto& d : fs::directory_iterator(extra)) {
+      if (!fs::exists(d.path() / "manifest.json")) continue;
+      nlohmann::json man = nlohmann::json::parse(std::ifstream(d.path() / "manifest.json"));
+      const int n = check_case(d.path(), man.value("model_file", "network-snapshot.pkl"),
+                               "official_extra/" + d.path().filename().string());
+      if (n < 0) ++skipped;
+      else compared += n;
+    }
+  }
+  std::cout << "  compared " << compared << " golden images; " << skipped << " cases skipped\n";
+  if (compared == 0) GTEST_SKIP() << "no golden case could be loaded by this build (load_model)";
 }
 
 TEST(GpuGoldens, Digits32MatchesInFp32AndReducedPrecisionsAreClose) {
