@@ -4,7 +4,7 @@
 # last. Phases stop at a deadline so that the summary always comes back.
 #
 #   scripts/gpu_check.sh                          # every phase
-#   PHASES=build,test scripts/gpu_check.sh        # some phases: build,test,bench,autotune,profile,sanitize
+#   PHASES=build,test scripts/gpu_check.sh        # some phases: build,test,bench,variants,profile,sanitize
 #
 # Environment: OUT (logs; default ./gpu_out), SG2_BUILD_DIR (default /tmp/sg2-gpu-build),
 # SG2_CUDA_ARCHITECTURES (default 90), SG2_STB_INCLUDE_DIR, BENCH_BATCHES (default 1,8,32,128),
@@ -13,7 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu_out}
 B=${SG2_BUILD_DIR:-/tmp/sg2-gpu-build}
-PHASES=${PHASES:-build,test,bench,autotune,profile,sanitize}
+PHASES=${PHASES:-build,test,bench,variants,profile,sanitize}
 START=$(date +%s)
 DEADLINE=$((START + ${TOTAL:-560}))
 mkdir -p "$OUT"
@@ -73,18 +73,31 @@ if has bench; then
   record bench "$([[ $rc1$rc2$rc3 == 000 ]] && echo ok || echo FAIL)" $(($(now) - t0)) "rc $rc1 $rc2 $rc3 digits32 $rc4"
 fi
 
-if has autotune; then
+if has variants; then
+  # the same generator with other convolution choices (environment knobs, docs/performance-notes.md)
   t0=$(now)
-  echo "== SG2_CUDNN_AUTOTUNE=1 (fastest deterministic cuDNN algorithm by timing)" >"$OUT/autotune.txt"
-  SG2_CUDNN_AUTOTUNE=1 timeout "$(cap 90)" "$B/sg2" bench --config ffhq1024-f --batch 1,32 \
-    --precision fp16,auto,tf32,fp32 --iters "${BENCH_ITERS:-20}" --verbose >>"$OUT/autotune.txt" 2>&1
-  record autotune "$([[ $? == 0 ]] && echo ok || echo FAIL)" $(($(now) - t0)) "autotune.txt"
+  : >"$OUT/variants.txt"
+  for v in "SG2_FP32_CONV=simt:fp32,auto" "SG2_CUDNN_AUTOTUNE=1:fp16,auto,tf32,fp32" "SG2_AUTO_FP32_MATH=tf32:auto"; do
+    envv=${v%%:*}
+    prec=${v#*:}
+    echo "== $envv" >>"$OUT/variants.txt"
+    env "$envv" timeout "$(cap 90)" "$B/sg2" bench --config ffhq1024-f --batch 1,32 --precision "$prec" \
+      --iters "${BENCH_ITERS:-20}" --verbose >>"$OUT/variants.txt" 2>&1
+  done
+  env SG2_AUTO_FP32_MATH=tf32 timeout "$(cap 60)" "$B/sg2" bench --config ffhq1024-f --precision auto,fp32 \
+    --accuracy-only >>"$OUT/variants.txt" 2>&1
+  record variants "$([[ $? == 0 ]] && echo ok || echo FAIL)" $(($(now) - t0)) "variants.txt"
 fi
 
 if has profile; then
   t0=$(now)
-  timeout "$(cap 60)" "$B/sg2" bench --config ffhq1024-f --batch 32 --precision fp16,auto --iters 2 --warmup 1 \
-    --profile 32 >"$OUT/profile.txt" 2>&1
+  : >"$OUT/profile.txt"
+  for pb in fp16:32 auto:32 tf32:32 fp32:1; do
+    timeout "$(cap 60)" "$B/sg2" bench --config ffhq1024-f --batch "${pb#*:}" --precision "${pb%%:*}" --iters 2 \
+      --warmup 1 --profile "${pb#*:}" >>"$OUT/profile.txt" 2>&1
+  done
+  SG2_FP32_CONV=simt timeout "$(cap 60)" "$B/sg2" bench --config ffhq1024-f --batch 1 --precision fp32 --iters 2 \
+    --warmup 1 --profile 1 2>&1 | sed 's/^profile fp32/profile fp32+simt/' >>"$OUT/profile.txt"
   record profile "$([[ $? == 0 ]] && echo ok || echo FAIL)" $(($(now) - t0)) "profile.txt"
 fi
 
@@ -113,9 +126,9 @@ echo
 echo "== bench progress (stderr)"
 [[ -f "$OUT/bench_progress.txt" ]] && grep -v '^    b' "$OUT/bench_progress.txt" | head -60
 echo "== profile"
-[[ -f "$OUT/profile.txt" ]] && grep -A12 '^profile' "$OUT/profile.txt"
-echo "== autotune"
-[[ -f "$OUT/autotune.txt" ]] && grep -E '^(fp|auto|tf)' "$OUT/autotune.txt"
+[[ -f "$OUT/profile.txt" ]] && grep -A10 '^profile' "$OUT/profile.txt"
+echo "== variants"
+[[ -f "$OUT/variants.txt" ]] && grep -E '^(==|fp|auto|tf|  [a-z0-9]+ +PSNR)' "$OUT/variants.txt"
 echo "== bench"
 [[ -f "$OUT/bench.txt" ]] && cat "$OUT/bench.txt"
 echo

@@ -199,17 +199,21 @@ TEST(GpuGenerator, SplitsTheBatchWhenMemoryRunsOut) {
   SG2_REQUIRE_GPU();
   Model model = make_model(kModels[3]);
   const Inputs in = inputs(model.config, {1, 2, 3, 4, 5, 6, 7, 8});
-  size_t need2 = 0;
+  size_t need1 = 0, need2 = 0;
   Tensor full;
   {
     Generator g(model, opts(Device::Kind::cuda, Precision::fp32, 8));
     full = g.generate(in.z, in.c);
     DeviceBench* b = g.backend().device_bench();
     ASSERT_NE(b, nullptr);
+    const DeviceBench::Result r1 = b->time_generate(1, 0, 1, 0);
     const DeviceBench::Result r2 = b->time_generate(2, 0, 1, 0);
+    need1 = r1.model_bytes + r1.batch_bytes;
     need2 = r2.model_bytes + r2.batch_bytes;
   }
-  const std::string limit = std::to_string((need2 * 13 / 10 >> 20) + 1);
+  auto mib = [](double bytes) { return std::to_string(bytes / 1048576.0); };
+  // room for about two images, not eight: the batch is split
+  const std::string limit = mib(double(need2) * 1.3);
   setenv("SG2_CUDA_MEMORY_LIMIT_MB", limit.c_str(), 1);
   Tensor split;
   try {
@@ -221,14 +225,15 @@ TEST(GpuGenerator, SplitsTheBatchWhenMemoryRunsOut) {
   }
   unsetenv("SG2_CUDA_MEMORY_LIMIT_MB");
   EXPECT_TRUE(test::tensors_near(split, full, 1e-5, "batch 8 split under a " + limit + " MiB limit"));
-  // a limit below one image fails clearly
-  setenv("SG2_CUDA_MEMORY_LIMIT_MB", "1", 1);
+  // no room for one image: a clear out-of-memory error
+  setenv("SG2_CUDA_MEMORY_LIMIT_MB", mib(double(need1) * 0.7).c_str(), 1);
   try {
     Generator g(model, opts(Device::Kind::cuda, Precision::fp32, 8));
     g.generate(in.z, in.c);
     ADD_FAILURE() << "expected out of memory";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::out_of_memory) << e.what();
+    std::cout << "  " << e.what() << "\n";
   }
   unsetenv("SG2_CUDA_MEMORY_LIMIT_MB");
 }

@@ -10,6 +10,7 @@
 #include "cuda/cudnn_conv.h"
 #include "gpu_test_util.h"
 #include "kernels/conv2d.h"
+#include "kernels/conv2d_simt.h"
 #include "kernels/conv_epilogue.h"
 #include "kernels/demodulate.h"
 #include "kernels/fully_connected.h"
@@ -452,7 +453,9 @@ struct ConvCase {
 };
 
 /// conv on the device vs the CPU reference. weight [Cout, Cin, k, k] (PyTorch order).
-void check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, bool use_cudnn, uint32_t seed) {
+enum class ConvImpl { direct, cudnn, simt };
+
+void check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl impl, uint32_t seed) {
   Tensor x = randn({c.N, c.Cin, c.H, c.H}, seed), w = randn({c.Cout, c.Cin, c.k, c.k}, seed + 1, 0.2f);
   if (dt == DType::f16) {
     x = round_f16(x);
@@ -473,7 +476,20 @@ void check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, bool use_cudnn
   const int OH = static_cast<int>(ref.dim(2));
   auto d_y = poisoned(size_t(c.N) * c.Cout * OH * OH, dt);
   std::string how;
-  if (use_cudnn) {
+  if (impl == ConvImpl::simt) {
+    cuda::SimtConvArgs a;
+    a.N = c.N;
+    a.H = a.W = c.H;
+    a.Cin = c.Cin;
+    a.Cout = c.Cout;
+    a.transposed = c.transposed;
+    a.x = d_x.as<float>();
+    a.w = d_w.as<float>();
+    a.y = d_y.as<float>();
+    ASSERT_TRUE(cuda::conv2d_simt_supports(a));
+    cuda::conv2d_simt(a, nullptr);
+    how = "simt";
+  } else if (impl == ConvImpl::cudnn) {
     cuda::Stream stream;
     cuda::CudnnHandle h(stream.get());
     cuda::ConvShape s;
@@ -521,6 +537,10 @@ void check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, bool use_cudnn
 const ConvCase kConvCases[] = {{1, 4, 3, 5, 3, false},  {3, 8, 13, 7, 3, false},  {2, 16, 32, 32, 3, false},
                                {1, 4, 5, 3, 3, true},   {3, 8, 16, 13, 3, true},  {2, 16, 64, 32, 3, true},
                                {2, 8, 24, 40, 1, false}, {1, 32, 64, 64, 3, false}, {1, 32, 64, 32, 3, true}};
+// shapes the SIMT fp32 kernel takes (Cin % 8, Cout % 32): partial tiles, both channel tilings
+const ConvCase kSimtCases[] = {{2, 16, 32, 32, 3, false}, {2, 16, 64, 32, 3, true},  {1, 32, 64, 64, 3, false},
+                               {1, 32, 64, 32, 3, true},  {3, 8, 24, 96, 3, false},  {5, 8, 16, 32, 3, true},
+                               {2, 4, 8, 64, 3, true},    {1, 4, 512, 128, 3, false}, {3, 64, 32, 32, 3, true}};
 
 }  // namespace
 
@@ -528,8 +548,8 @@ TEST(GpuKernels, DirectConvMatchesReference) {
   SG2_REQUIRE_GPU();
   uint32_t seed = 500;
   for (const ConvCase& c : kConvCases) {
-    check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, false, seed += 2);
-    check_conv(c, DType::f16, cuda::ConvMath::fp16, false, seed += 2);
+    check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::direct, seed += 2);
+    check_conv(c, DType::f16, cuda::ConvMath::fp16, ConvImpl::direct, seed += 2);
   }
 }
 
@@ -537,8 +557,14 @@ TEST(GpuKernels, CudnnConvMatchesReference) {
   SG2_REQUIRE_GPU();
   uint32_t seed = 700;
   for (const ConvCase& c : kConvCases) {
-    check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, true, seed += 2);
-    check_conv(c, DType::f32, cuda::ConvMath::tf32, true, seed += 2);
-    check_conv(c, DType::f16, cuda::ConvMath::fp16, true, seed += 2);
+    check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::cudnn, seed += 2);
+    check_conv(c, DType::f32, cuda::ConvMath::tf32, ConvImpl::cudnn, seed += 2);
+    check_conv(c, DType::f16, cuda::ConvMath::fp16, ConvImpl::cudnn, seed += 2);
   }
+}
+
+TEST(GpuKernels, SimtFp32ConvMatchesReference) {
+  SG2_REQUIRE_GPU();
+  uint32_t seed = 900;
+  for (const ConvCase& c : kSimtCases) check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::simt, seed += 2);
 }

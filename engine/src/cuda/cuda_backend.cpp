@@ -81,7 +81,7 @@ class CudaBackend final : public Backend, public DeviceBench {
            raw_count == 1 ? " GPU: cuda:0)" : " GPUs)", ". HINT: use --device cuda:0 or --device cpu");
     if (!device_usable(index, &why)) fail(ErrorKind::device, why);
     DeviceGuard g(index_);
-    if (const char* lim = std::getenv("SG2_CUDA_MEMORY_LIMIT_MB")) stats_.limit = size_t(std::atoll(lim)) << 20;
+    if (const char* lim = std::getenv("SG2_CUDA_MEMORY_LIMIT_MB")) stats_.limit = size_t(std::atof(lim) * 1048576.0);
     stream_ = std::make_unique<Stream>();
     cudnn_ = std::make_unique<CudnnHandle>(stream_->get());
     dev_ = std::make_unique<DeviceModel>(model_, precision_, &stats_, stream_->get());

@@ -36,8 +36,8 @@ class DeviceBuffer {
   DeviceBuffer(size_t bytes, MemoryStats* stats) : stats_(stats) {
     if (bytes == 0) return;
     if (stats_ && stats_->limit && stats_->current + bytes > stats_->limit)
-      fail(ErrorKind::out_of_memory, "device memory limit of ", stats_->limit >> 20, " MiB reached (",
-           stats_->current >> 20, " MiB held, ", bytes >> 20, " MiB more asked)");
+      fail(ErrorKind::out_of_memory, "device memory limit of ", stats_->limit, " bytes reached (", stats_->current,
+           " held, ", bytes, " more asked)");
     SG2_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
     bytes_ = bytes;
     if (stats_) stats_->add(bytes_);

@@ -7,6 +7,7 @@
 
 #include "cuda_check.h"
 #include "kernels/conv2d.h"
+#include "kernels/conv2d_simt.h"
 
 namespace sg2::cuda {
 
@@ -22,6 +23,14 @@ const char* math_name(cudnnMathType_t m) {
     case CUDNN_FMA_MATH: return "fma";
   }
   return "?";
+}
+
+constexpr int kSimtAlgo = -100;  // pseudo algorithm: kernels/conv2d_simt.h (strict fp32)
+
+/// SG2_FP32_CONV=simt puts the SIMT kernel first for strict fp32, =cudnn leaves it out.
+const char* fp32_conv_choice() {
+  const char* e = std::getenv("SG2_FP32_CONV");
+  return e ? e : "";
 }
 
 bool use_direct_only() {
@@ -72,57 +81,92 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const ConvShape& s, ConvMath math, si
   const int64_t per_sample = std::max<int64_t>(int64_t(s.H) * s.W * s.Cin, int64_t(s.out_h()) * s.out_w() * s.Cout);
   chunk_ = static_cast<int>(std::min<int64_t>(s.N, std::max<int64_t>(1, (int64_t(1) << 31) / 2 / per_sample)));
   if (use_direct_only()) return;
-  try {
-    parts_.push_back(std::make_unique<Part>(s, chunk_, math));
-    if (s.N % chunk_ != 0) parts_.push_back(std::make_unique<Part>(s, s.N % chunk_, math));
-  } catch (const Error&) {
-    parts_.clear();  // cuDNN refuses the shape: the direct kernel will run it
-    return;
+  // Candidates from the heuristics for the largest part, filtered; the remainder part is checked
+  // when running. When every candidate wants more workspace than the limit, the batch is split
+  // into smaller cuDNN calls (the workspace of these algorithms grows with the batch).
+  for (;;) {
+    parts_.clear();
+    candidates_.clear();
+    try {
+      parts_.push_back(std::make_unique<Part>(s, chunk_, math));
+      if (s.N % chunk_ != 0) parts_.push_back(std::make_unique<Part>(s, s.N % chunk_, math));
+    } catch (const Error&) {
+      parts_.clear();  // cuDNN refuses the shape: the direct kernel will run it
+      return;
+    }
+    const Part& p = *parts_[0];
+    bool too_big = false;
+    auto accept = [&](int algo, cudnnStatus_t st, cudnnDeterminism_t det, cudnnMathType_t m, size_t mem) {
+      if (st != CUDNN_STATUS_SUCCESS || det != CUDNN_DETERMINISTIC) return;
+      if (math == ConvMath::fp32_strict) {
+        // strict fp32: never tensor cores (TF32); run with FMA math whatever the heuristic says
+        if (m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return;
+        m = CUDNN_FMA_MATH;
+      }
+      if (mem > workspace_limit) {
+        too_big = true;
+        return;
+      }
+      for (const Candidate& c : candidates_)
+        if (c.algo == algo && c.math == m) return;
+      candidates_.push_back({algo, m, mem});
+    };
+    if (s.transposed) {
+      int max_count = 0, returned = 0;
+      SG2_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle_, &max_count));
+      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max_count, 1)));
+      SG2_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, p.w, p.x, p.conv, p.y, max_count, &returned,
+                                                                  perf.data()));
+      for (int i = 0; i < returned; ++i) {
+        const auto& r = perf[static_cast<size_t>(i)];
+        if (r.algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || r.algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING) continue;
+        accept(static_cast<int>(r.algo), r.status, r.determinism, r.mathType, r.memory);
+      }
+    } else {
+      int max_count = 0, returned = 0;
+      SG2_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle_, &max_count));
+      std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max_count, 1)));
+      SG2_CUDNN_CHECK(
+          cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.x, p.w, p.conv, p.y, max_count, &returned, perf.data()));
+      for (int i = 0; i < returned; ++i) {
+        const auto& r = perf[static_cast<size_t>(i)];
+        if (r.algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT || r.algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING) continue;
+        accept(static_cast<int>(r.algo), r.status, r.determinism, r.mathType, r.memory);
+      }
+    }
+    if (!candidates_.empty() || !too_big || chunk_ == 1) break;
+    chunk_ = (chunk_ + 1) / 2;
   }
-  // Candidates from the heuristics for the largest part, filtered; the remainder part is
-  // checked when running.
-  const Part& p = *parts_[0];
-  auto accept = [&](int algo, cudnnStatus_t st, cudnnDeterminism_t det, cudnnMathType_t m, size_t mem) {
-    if (st != CUDNN_STATUS_SUCCESS || det != CUDNN_DETERMINISTIC || mem > workspace_limit) return;
-    if (math == ConvMath::fp32_strict) {
-      // strict fp32: never tensor cores (TF32); run with FMA math whatever the heuristic says
-      if (m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return;
-      m = CUDNN_FMA_MATH;
-    }
-    for (const Candidate& c : candidates_)
-      if (c.algo == algo && c.math == m) return;
-    candidates_.push_back({algo, m, mem});
-  };
-  if (s.transposed) {
-    int max_count = 0, returned = 0;
-    SG2_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle_, &max_count));
-    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max_count, 1)));
-    SG2_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, p.w, p.x, p.conv, p.y, max_count, &returned,
-                                                                perf.data()));
-    for (int i = 0; i < returned; ++i) {
-      const auto& r = perf[static_cast<size_t>(i)];
-      if (r.algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || r.algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING) continue;
-      accept(static_cast<int>(r.algo), r.status, r.determinism, r.mathType, r.memory);
-    }
-  } else {
-    int max_count = 0, returned = 0;
-    SG2_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle_, &max_count));
-    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max_count, 1)));
-    SG2_CUDNN_CHECK(
-        cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.x, p.w, p.conv, p.y, max_count, &returned, perf.data()));
-    for (int i = 0; i < returned; ++i) {
-      const auto& r = perf[static_cast<size_t>(i)];
-      if (r.algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT || r.algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING) continue;
-      accept(static_cast<int>(r.algo), r.status, r.determinism, r.mathType, r.memory);
-    }
+  // strict fp32: the SIMT implicit GEMM is a candidate too (first when SG2_FP32_CONV=simt)
+  if (math == ConvMath::fp32_strict && s.dtype == DType::f32 && s.k == 3 && (s.transposed || s.pad == 1) &&
+      s.Cin % 8 == 0 && s.Cout % 32 == 0 && std::strcmp(fp32_conv_choice(), "cudnn") != 0) {
+    const Candidate simt{kSimtAlgo, CUDNN_FMA_MATH, 0};
+    if (std::strcmp(fp32_conv_choice(), "simt") == 0) candidates_.insert(candidates_.begin(), simt);
+    else candidates_.push_back(simt);
   }
   for (const Candidate& c : candidates_) max_ws_ = std::max(max_ws_, c.ws);
 }
 
 CudnnConv::~CudnnConv() = default;
 
-bool CudnnConv::try_run(int ci, const void* x, const void* w, void* y, void* ws, size_t ws_bytes) const {
+bool CudnnConv::try_run(int ci, const void* x, const void* w, void* y, void* ws, size_t ws_bytes,
+                        cudaStream_t stream) const {
   const Candidate& c = candidates_[static_cast<size_t>(ci)];
+  if (c.algo == kSimtAlgo) {
+    SimtConvArgs a;
+    a.N = shape_.N;
+    a.H = shape_.H;
+    a.W = shape_.W;
+    a.Cin = shape_.Cin;
+    a.Cout = shape_.Cout;
+    a.transposed = shape_.transposed;
+    a.x = static_cast<const float*>(x);
+    a.w = static_cast<const float*>(w);
+    a.y = static_cast<float*>(y);
+    if (!conv2d_simt_supports(a)) return false;
+    conv2d_simt(a, stream);
+    return true;
+  }
   if (c.ws > ws_bytes) return false;
   const size_t esz = dtype_size(shape_.dtype);
   const int64_t x_per = int64_t(shape_.H) * shape_.W * shape_.Cin;
@@ -157,7 +201,7 @@ void CudnnConv::select(const void* x, const void* w, void* y, void* workspace, s
   selected_ = -1;
   float best = 0.0f;
   for (int i = 0; i < static_cast<int>(candidates_.size()); ++i) {
-    if (!try_run(i, x, w, y, workspace, workspace_bytes)) continue;
+    if (!try_run(i, x, w, y, workspace, workspace_bytes, stream)) continue;
     const cudaError_t e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess) throw_cuda_error(e, "cudnn convolution (algorithm trial)", __FILE__, __LINE__);
     if (!autotune) {
@@ -169,7 +213,7 @@ void CudnnConv::select(const void* x, const void* w, void* y, void* workspace, s
     SG2_CUDA_CHECK(cudaEventCreate(&b));
     SG2_CUDA_CHECK(cudaEventRecord(a, stream));
     bool ok = true;
-    for (int r = 0; r < 3 && ok; ++r) ok = try_run(i, x, w, y, workspace, workspace_bytes);
+    for (int r = 0; r < 3 && ok; ++r) ok = try_run(i, x, w, y, workspace, workspace_bytes, stream);
     SG2_CUDA_CHECK(cudaEventRecord(b, stream));
     SG2_CUDA_CHECK(cudaEventSynchronize(b));
     float ms = 0.0f;
@@ -190,7 +234,7 @@ void CudnnConv::run(const void* x, const void* w, void* y, void* workspace, size
                     cudaStream_t stream) const {
   if (!selected_set_) fail(ErrorKind::internal, "CudnnConv::run before select");
   if (selected_ >= 0) {
-    if (!try_run(selected_, x, w, y, workspace, workspace_bytes))
+    if (!try_run(selected_, x, w, y, workspace, workspace_bytes, stream))
       fail(ErrorKind::device, "cuDNN refused a convolution it ran before (", describe(), ")");
     return;
   }
@@ -213,6 +257,7 @@ void CudnnConv::run(const void* x, const void* w, void* y, void* workspace, size
 std::string CudnnConv::describe() const {
   if (selected_ < 0) return "direct kernel";
   const Candidate& c = candidates_[static_cast<size_t>(selected_)];
+  if (c.algo == kSimtAlgo) return "simt fp32 implicit gemm";
   return std::string("cudnn ") + (shape_.transposed ? "bwd-data" : "fwd") + " algo " + std::to_string(c.algo) + " (" +
          math_name(c.math) + ", ws " + std::to_string(c.ws >> 20) + " MiB)";
 }

@@ -7,7 +7,9 @@
 //               data of a stride-2 forward conv whose filter is [Cin, k, k, Cout]
 //
 // Precision: fp32_strict = CUDNN_FMA_MATH only (no TF32); tf32 = fp32 data on tensor cores;
-// fp16 = half data, fp32 accumulation. Only deterministic algorithms are used (no FFT).
+// fp16 = half data, fp32 accumulation. Only deterministic algorithms are used (no FFT). For strict
+// fp32 the SIMT implicit GEMM (kernels/conv2d_simt.h) is one more candidate: last, or first with
+// SG2_FP32_CONV=simt, never with SG2_FP32_CONV=cudnn.
 // Tensors over 2^31 elements are split along the batch.
 #pragma once
 
@@ -56,7 +58,8 @@ class CudnnConv {
 
  private:
   struct Part;  // descriptors for one batch chunk
-  bool try_run(int candidate, const void* x, const void* w, void* y, void* ws, size_t ws_bytes) const;
+  bool try_run(int candidate, const void* x, const void* w, void* y, void* ws, size_t ws_bytes,
+               cudaStream_t stream) const;
 
   cudnnHandle_t handle_;
   ConvShape shape_;

@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 namespace sg2::cuda {
@@ -39,7 +40,12 @@ class ArenaBuilder {
 
 ConvMath conv_math(DType t, Precision p) {
   if (t == DType::f16) return ConvMath::fp16;
-  return p == Precision::tf32 ? ConvMath::tf32 : ConvMath::fp32_strict;
+  if (p == Precision::tf32) return ConvMath::tf32;
+  // Experiment knob (docs/performance-notes.md): SG2_AUTO_FP32_MATH=tf32 runs auto's fp32 blocks
+  // on TF32 tensor cores, as the official code does under PyTorch's default allow_tf32.
+  const char* e = std::getenv("SG2_AUTO_FP32_MATH");
+  if (p == Precision::automatic && e != nullptr && std::strcmp(e, "tf32") == 0) return ConvMath::tf32;
+  return ConvMath::fp32_strict;
 }
 
 }  // namespace
