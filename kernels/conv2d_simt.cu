@@ -6,6 +6,7 @@
 // register prefetch of the next chunk (one barrier per chunk). Plain FMAs in a fixed order: the
 // same result for any batch size or position.
 #include <algorithm>
+#include <cstdint>
 
 #include "engine/src/cuda/cuda_check.h"
 #include "kernels/conv2d_simt.h"

@@ -7,6 +7,7 @@
 // with shuffles in a fixed order, then lane k of the group writes image channel k, so results do
 // not depend on the batch size or the pixel's position.
 #include <algorithm>
+#include <cstdint>
 
 #include "engine/src/cuda/cuda_check.h"
 #include "kernels/common.cuh"

@@ -6,6 +6,7 @@
 // its column with the filter rows in registers (taps accumulated in the reference's order:
 // filter row, then column), and stores both channels with one access.
 #include <algorithm>
+#include <cstdint>
 
 #include "engine/src/cuda/cuda_check.h"
 #include "kernels/common.cuh"
