@@ -77,27 +77,27 @@ if has variants; then
   # the same generator with other convolution choices (environment knobs, docs/performance-notes.md)
   t0=$(now)
   : >"$OUT/variants.txt"
-  for v in "SG2_FP32_CONV=simt:fp32,auto" "SG2_CUDNN_AUTOTUNE=1:fp16,auto,tf32,fp32" "SG2_AUTO_FP32_MATH=tf32:auto"; do
+  for v in "SG2_AUTO_FP32_MATH=tf32:auto"; do
     envv=${v%%:*}
     prec=${v#*:}
     echo "== $envv" >>"$OUT/variants.txt"
-    env "$envv" timeout "$(cap 90)" "$B/sg2" bench --config ffhq1024-f --batch 1,32 --precision "$prec" \
-      --iters "${BENCH_ITERS:-20}" --verbose >>"$OUT/variants.txt" 2>&1
+    env "$envv" timeout "$(cap 90)" "$B/sg2" bench --config ffhq1024-f --batch "${BENCH_BATCHES:-1,8,32,128}" \
+      --precision "$prec" --iters "${BENCH_ITERS:-20}" --verbose >>"$OUT/variants.txt" 2>&1
   done
   env SG2_AUTO_FP32_MATH=tf32 timeout "$(cap 60)" "$B/sg2" bench --config ffhq1024-f --precision auto,fp32 \
     --accuracy-only >>"$OUT/variants.txt" 2>&1
+  env SG2_AUTO_FP32_MATH=tf32 timeout "$(cap 60)" "$B/sg2" bench --network models/digits32/digits32.pkl \
+    --precision auto,fp32 --accuracy-only >>"$OUT/variants.txt" 2>&1
   record variants "$([[ $? == 0 ]] && echo ok || echo FAIL)" $(($(now) - t0)) "variants.txt"
 fi
 
 if has profile; then
   t0=$(now)
   : >"$OUT/profile.txt"
-  for pb in fp16:32 auto:32 tf32:32 fp32:1; do
+  for pb in fp16:32 fp16:1 auto:32 auto:1 tf32:32 fp32:32; do
     timeout "$(cap 60)" "$B/sg2" bench --config ffhq1024-f --batch "${pb#*:}" --precision "${pb%%:*}" --iters 2 \
       --warmup 1 --profile "${pb#*:}" >>"$OUT/profile.txt" 2>&1
   done
-  SG2_FP32_CONV=simt timeout "$(cap 60)" "$B/sg2" bench --config ffhq1024-f --batch 1 --precision fp32 --iters 2 \
-    --warmup 1 --profile 1 2>&1 | sed 's/^profile fp32/profile fp32+simt/' >>"$OUT/profile.txt"
   record profile "$([[ $? == 0 ]] && echo ok || echo FAIL)" $(($(now) - t0)) "profile.txt"
 fi
 

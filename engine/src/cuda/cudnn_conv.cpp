@@ -137,11 +137,18 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const ConvShape& s, ConvMath math, si
     if (!candidates_.empty() || !too_big || chunk_ == 1) break;
     chunk_ = (chunk_ + 1) / 2;
   }
-  // strict fp32: the SIMT implicit GEMM is a candidate too (first when SG2_FP32_CONV=simt)
+  // Strict fp32: the SIMT implicit GEMM is a candidate too, first where it measured faster than
+  // cuDNN's deterministic NHWC fp32 algorithms on an H200 (docs/performance-notes.md, run 3: with
+  // SG2_CUDNN_AUTOTUNE=1 the timing chose it for outputs of 128 px and more at batch 32, and of
+  // 64 px and more at batch 1; cuDNN's backward data took 23 ms for b1024.conv0 at batch 1, the
+  // SIMT kernel 0.46 ms), else last. SG2_FP32_CONV=simt puts it first always, =cudnn leaves it
+  // out. A fixed rule, so that every run picks the same kernels.
   if (math == ConvMath::fp32_strict && s.dtype == DType::f32 && s.k == 3 && (s.transposed || s.pad == 1) &&
       s.Cin % 8 == 0 && s.Cout % 32 == 0 && std::strcmp(fp32_conv_choice(), "cudnn") != 0) {
     const Candidate simt{kSimtAlgo, CUDNN_FMA_MATH, 0};
-    if (std::strcmp(fp32_conv_choice(), "simt") == 0) candidates_.insert(candidates_.begin(), simt);
+    const int res = s.out_h();
+    const bool first = res >= 128 || (res >= 64 && s.N < 8) || std::strcmp(fp32_conv_choice(), "simt") == 0;
+    if (first) candidates_.insert(candidates_.begin(), simt);
     else candidates_.push_back(simt);
   }
   for (const Candidate& c : candidates_) max_ws_ = std::max(max_ws_, c.ws);

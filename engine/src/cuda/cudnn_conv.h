@@ -8,8 +8,8 @@
 //
 // Precision: fp32_strict = CUDNN_FMA_MATH only (no TF32); tf32 = fp32 data on tensor cores;
 // fp16 = half data, fp32 accumulation. Only deterministic algorithms are used (no FFT). For strict
-// fp32 the SIMT implicit GEMM (kernels/conv2d_simt.h) is one more candidate: last, or first with
-// SG2_FP32_CONV=simt, never with SG2_FP32_CONV=cudnn.
+// fp32 the SIMT implicit GEMM (kernels/conv2d_simt.h) is one more candidate: first at high
+// resolution, last below (see the constructor; SG2_FP32_CONV=simt: always first, =cudnn: never).
 // Tensors over 2^31 elements are split along the batch.
 #pragma once
 
