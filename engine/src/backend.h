@@ -9,6 +9,8 @@
 
 namespace sg2 {
 
+class DeviceBench;  // engine/src/cuda/device_bench.h
+
 /// One backend instance runs one model on one device. Inputs are validated by Generator before
 /// they arrive here (shapes, finite psi, class labels, noise spec sizes), and batches are at
 /// most max_batch() rows.
@@ -27,6 +29,8 @@ class Backend {
   /// N entries; noise.maps is empty or has N rows of num_ws-1 maps. When dump_dir is non-empty,
   /// every block's x and img (and the mapping outputs, in map) are written there as .npy.
   virtual Tensor synthesize(const Tensor& ws, const NoiseSpec& noise, const std::string& dump_dir) = 0;
+  /// Device-side timing hooks for `sg2 bench` (the CUDA backend); nullptr for other backends.
+  virtual DeviceBench* device_bench() { return nullptr; }
 };
 
 /// The plain C++ float32 reference backend. Throws Error(invalid_argument) for tf32 / fp16.

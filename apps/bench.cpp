@@ -1,0 +1,321 @@
+// sg2 bench: throughput, latency and memory of the generator on a GPU, and the accuracy of each
+// precision against sg2's own fp32 (performance.md §2 and §4).
+//
+//   sg2 bench --config ffhq1024-f --batch 1,8,32,128 --precision auto,fp16,tf32,fp32
+//   sg2 bench --network model.safetensors --batch 1,32 --accuracy --json
+//
+// Timing: CUDA events around each replay of the CUDA graph of the whole generate (mapping with
+// psi 1, synthesis with const noise) on random non-zero inputs, after warm-up; median and min-max.
+#include <cxxopts.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "backend.h"
+#include "commands.h"
+#include "cuda/device_bench.h"
+#include "sg2/error.h"
+#include "sg2/generator.h"
+#include "sg2/model.h"
+#include "sg2/random_model.h"
+
+// Until the checkpoint loaders are merged, load_model() may be declared but not defined: a weak
+// reference keeps `sg2` linking (model files still load through load_model_file).
+namespace sg2 {
+Model load_model(const std::string& path) __attribute__((weak));
+}
+
+namespace {
+
+using namespace sg2;
+
+// Per-image roofline floors on an H200 in microseconds, from ../shared/tools/cost_model.py
+// (layer-by-layer floor "floor_lw"; auto = fp16 in the top four resolutions, fp32 below),
+// at batch 1 and at batch >= 8 (32).
+struct Floor {
+  double n1, n8;
+};
+const std::map<std::string, std::map<std::string, Floor>> kFloorUs = {
+    {"ffhq1024-f", {{"fp32", {2268.8, 2263.3}}, {"tf32", {414.3, 402.4}}, {"fp16", {210.8, 203.7}}, {"auto", {651.3, 645.2}}}},
+    {"paper512", {{"fp32", {1809.1, 1803.6}}, {"tf32", {314.4, 303.0}}, {"fp16", {158.8, 152.1}}, {"auto", {267.7, 262.0}}}},
+    {"paper256", {{"fp32", {455.9, 450.5}}, {"tf32", {86.9, 75.7}}, {"fp16", {44.6, 38.0}}, {"auto", {70.5, 65.0}}}},
+};
+
+// The official implementation on an H200 (performance.md §2): batch-1 latency with CUDA-graph
+// replay (ms), best throughput (img/s), peak memory at that batch (GiB, 0 = not given).
+// auto = "checkpoint fp16", fp16 = "fp16 everywhere".
+struct Official {
+  double n1_ms, img_s, peak_gib;
+};
+const std::map<std::string, std::map<std::string, Official>> kOfficial = {
+    {"ffhq1024-f",
+     {{"fp32", {7.92, 154, 0}}, {"tf32", {4.02, 315, 0}}, {"auto", {3.97, 373, 11.9}}, {"fp16", {4.20, 379, 12.1}}}},
+    {"paper512", {{"auto", {2.65, 715, 6.7}}}},
+    {"paper256", {{"fp32", {2.42, 882, 0}}, {"auto", {1.63, 2360, 6.7}}}},
+};
+
+std::vector<int> parse_int_list(const std::string& s, const char* what) {
+  std::vector<int> v;
+  std::stringstream ss(s);
+  std::string tok;
+  while (std::getline(ss, tok, ',')) {
+    if (tok.empty() || tok.find_first_not_of("0123456789") != std::string::npos || tok.size() > 6)
+      fail(ErrorKind::invalid_argument, "bad ", what, " '", tok, "' in '", s, "'");
+    v.push_back(std::stoi(tok));
+    if (v.back() <= 0) fail(ErrorKind::invalid_argument, what, " must be positive");
+  }
+  if (v.empty()) fail(ErrorKind::invalid_argument, "no ", what, " given");
+  return v;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> v;
+  std::stringstream ss(s);
+  std::string tok;
+  while (std::getline(ss, tok, ',')) v.push_back(tok);
+  return v;
+}
+
+double median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (double(v[n / 2 - 1]) + v[n / 2]);
+}
+
+double psnr_pm1(const Tensor& a, const Tensor& b, double* max_abs) {
+  double mse = 0, mx = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double d = double(a[i]) - double(b[i]);
+    mse += d * d;
+    mx = std::max(mx, std::fabs(d));
+  }
+  mse /= double(std::max<int64_t>(a.numel(), 1));
+  *max_abs = mx;
+  return mse == 0 ? INFINITY : 10.0 * std::log10(4.0 / mse);
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+Model load_network(const std::string& path) {
+  if (is_model_file(path)) return load_model_file(path);
+  if (&sg2::load_model == nullptr)
+    fail(ErrorKind::unsupported, path, ": this build reads only sg2 model files. HINT: convert it with `sg2 convert`");
+  return sg2::load_model(path);
+}
+
+int run_bench(int argc, char** argv) {
+  cxxopts::Options opts("sg2 bench", "GPU throughput, latency, memory and accuracy of the generator");
+  opts.add_options()
+      ("config", "named configuration with seeded random weights: ffhq1024-f, paper512, paper256",
+       cxxopts::value<std::string>())
+      ("network", "model file or checkpoint instead of --config", cxxopts::value<std::string>())
+      ("batch", "batch sizes, comma separated", cxxopts::value<std::string>()->default_value("1,8,32,128"))
+      ("precision", "auto, fp32, tf32, fp16 (comma separated)",
+       cxxopts::value<std::string>()->default_value("auto,fp16,tf32,fp32"))
+      ("iters", "timed graph replays per batch size", cxxopts::value<int>()->default_value("20"))
+      ("warmup", "untimed replays first", cxxopts::value<int>()->default_value("3"))
+      ("device", "cuda or cuda:N", cxxopts::value<std::string>()->default_value("cuda"))
+      ("seed", "seed of the random weights and inputs", cxxopts::value<uint64_t>()->default_value("0"))
+      ("accuracy", "also PSNR and max|diff| of each precision against sg2's own fp32")
+      ("accuracy-only", "only the accuracy table")
+      ("profile", "per-step times of one eager run at this batch size (0 = off)",
+       cxxopts::value<int>()->default_value("0"))
+      ("verbose", "print the convolution algorithms chosen")
+      ("json", "print the results as JSON")
+      ("h,help", "this help");
+  auto args = opts.parse(argc, argv);
+  if (args.count("help")) {
+    std::cout << opts.help() << "\n";
+    return 0;
+  }
+  if (args.count("config") == args.count("network"))
+    fail(ErrorKind::invalid_argument, "give exactly one of --config NAME or --network FILE");
+  const uint64_t seed = args["seed"].as<uint64_t>();
+  std::string label;
+  Model model;
+  std::string config_name;
+  if (args.count("config")) {
+    config_name = args["config"].as<std::string>();
+    model = make_random_model(named_config(config_name), seed);
+    label = config_name + " (random weights, seed " + std::to_string(seed) + ")";
+  } else {
+    label = args["network"].as<std::string>();
+    model = load_network(label);
+  }
+  const Device device = Device::parse(args["device"].as<std::string>());
+  if (device.kind != Device::Kind::cuda)
+    fail(ErrorKind::invalid_argument, "sg2 bench times the CUDA backend: use --device cuda or cuda:N");
+  std::vector<Precision> precisions;
+  for (const std::string& p : split(args["precision"].as<std::string>())) precisions.push_back(parse_precision(p));
+  const std::vector<int> batches = parse_int_list(args["batch"].as<std::string>(), "batch size");
+  const int iters = std::max(1, args["iters"].as<int>()), warmup = std::max(0, args["warmup"].as<int>());
+  const bool as_json = args.count("json") > 0, verbose = args.count("verbose") > 0;
+  const bool accuracy_only = args.count("accuracy-only") > 0;
+  const bool accuracy = accuracy_only || args.count("accuracy") > 0;
+  const int profile_batch = args["profile"].as<int>();
+
+  nlohmann::json out;
+  out["model"] = label;
+  out["iters"] = iters;
+  out["warmup"] = warmup;
+  std::ostringstream table;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-9s %5s %9s %17s %9s %8s %10s %10s %9s\n", "precision", "batch", "median ms",
+                "min-max ms", "img/s", "ms/img", "peak MiB", "vs official", "vs floor");
+  table << line;
+  std::string device_desc;
+  for (Precision p : precisions) {
+    if (accuracy_only) break;
+    GeneratorOptions o;
+    o.device = device;
+    o.precision = p;
+    Generator gen(model, o);
+    DeviceBench* db = gen.backend().device_bench();
+    if (!db) fail(ErrorKind::device, "the ", gen.backend().name(), " backend has no device timing");
+    device_desc = db->device_description();
+    const std::string pn = to_string(p);
+    for (int n : batches) {
+      nlohmann::json row;
+      row["precision"] = pn;
+      row["batch"] = n;
+      DeviceBench::Result r;
+      try {
+        r = db->time_generate(n, warmup, iters, seed);
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::out_of_memory) throw;
+        std::snprintf(line, sizeof line, "%-9s %5d  out of device memory\n", pn.c_str(), n);
+        table << line;
+        row["error"] = e.what();
+        out["runs"].push_back(row);
+        db->release_batches();
+        continue;
+      }
+      const double med = median(r.ms), mn = *std::min_element(r.ms.begin(), r.ms.end()),
+                   mx = *std::max_element(r.ms.begin(), r.ms.end());
+      const double img_s = 1000.0 * n / med, ms_img = med / n;
+      const double peak_mib = double(r.peak_bytes) / 1048576.0;
+      std::string vs_off = "-", vs_floor = "-";
+      row["median_ms"] = med;
+      row["min_ms"] = mn;
+      row["max_ms"] = mx;
+      row["img_per_s"] = img_s;
+      row["ms_per_img"] = ms_img;
+      row["peak_bytes"] = r.peak_bytes;
+      row["model_bytes"] = r.model_bytes;
+      row["batch_bytes"] = r.batch_bytes;
+      row["workspace_bytes"] = r.workspace_bytes;
+      row["meminfo_delta_bytes"] = r.meminfo_delta;
+      row["output_finite"] = r.output_finite;
+      row["output_mean_abs"] = r.output_mean_abs;
+      if (!config_name.empty()) {
+        auto oc = kOfficial.find(config_name);
+        if (oc != kOfficial.end() && oc->second.count(pn)) {
+          const Official& of = oc->second.at(pn);
+          // batch 1: latency ratio; larger batches: throughput ratio (official best batch)
+          const double ratio = n == 1 ? of.n1_ms / med : img_s / of.img_s;
+          vs_off = fmt("%.2fx", ratio);
+          row["vs_official"] = ratio;
+        }
+        const Floor& fl = kFloorUs.at(config_name).at(pn);
+        const double floor_us = n == 1 ? fl.n1 : fl.n8;
+        vs_floor = fmt("%.1fx", ms_img * 1000.0 / floor_us);
+        row["floor_us_per_img"] = floor_us;
+        row["vs_floor"] = ms_img * 1000.0 / floor_us;
+      }
+      if (verbose) row["conv_algorithms"] = r.conv_algorithms;
+      row["cuda_graph"] = r.graph;
+      if (!r.graph) row["cuda_graph_error"] = r.graph_error;
+      out["runs"].push_back(row);
+      std::snprintf(line, sizeof line, "%-9s %5d %9.3f %8.3f-%-8.3f %9.1f %8.3f %10.0f %10s %9s%s\n", pn.c_str(), n, med,
+                    mn, mx, img_s, ms_img, peak_mib, vs_off.c_str(), vs_floor.c_str(),
+                    r.output_finite && r.output_mean_abs > 0 ? (r.graph ? "" : "  (no CUDA graph)")
+                                                             : "  (OUTPUT NOT FINITE OR ZERO)");
+      table << line;
+      if (!as_json) std::cerr << line << std::flush;  // progress
+      if (verbose && !as_json)
+        for (const std::string& a : r.conv_algorithms) std::cerr << "    " << a << "\n";
+      if (!r.graph && !as_json) std::cerr << "    CUDA graph capture failed: " << r.graph_error << "\n";
+    }
+    if (profile_batch > 0) {
+      db->release_batches();
+      const auto steps = db->profile(profile_batch, seed);
+      double total = 0;
+      for (const auto& s : steps) total += s.second;
+      std::vector<std::pair<std::string, float>> sorted = steps;
+      std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+      std::ostringstream ps;
+      ps << "profile " << pn << " batch " << profile_batch << " (eager, events around each step): total "
+         << fmt("%.3f", total) << " ms\n";
+      nlohmann::json pj;
+      for (const auto& s : sorted) {
+        ps << fmt("  %8.3f ms ", s.second) << fmt("%5.1f%%  ", 100.0 * s.second / total) << s.first << "\n";
+        pj.push_back({{"step", s.first}, {"ms", s.second}});
+      }
+      out["profiles"][pn] = pj;
+      if (!as_json) std::cout << ps.str();
+    }
+    db->release_batches();
+  }
+
+  std::ostringstream acc;
+  if (accuracy) {
+    // 4 images of a named config, 16 (classes cycled) of a network; const noise, psi 1
+    const int count = config_name.empty() ? 16 : 4;
+    std::vector<uint32_t> seeds;
+    std::vector<int> classes;
+    for (int i = 0; i < count; ++i) {
+      seeds.push_back(uint32_t(seed + uint64_t(i)));
+      classes.push_back(model.config.c_dim > 0 ? i % model.config.c_dim : 0);
+    }
+    const Tensor z = z_from_seeds(seeds, model.config.z_dim);
+    const Tensor c = model.config.c_dim > 0 ? one_hot(classes, model.config.c_dim) : Tensor();
+    GeneratorOptions o;
+    o.device = device;
+    o.precision = Precision::fp32;
+    o.max_batch = 4;
+    Tensor ref;
+    {
+      Generator g(model, o);
+      ref = g.generate(z, c);
+    }
+    acc << "accuracy vs sg2 fp32 (" << count << " images, const noise, psi 1; PSNR over [-1, 1]):\n";
+    for (Precision p : precisions) {
+      if (p == Precision::fp32) continue;
+      o.precision = p;
+      Generator g(model, o);
+      const Tensor x = g.generate(z, c);
+      double mx = 0;
+      const double db = psnr_pm1(x, ref, &mx);
+      char row[160];
+      std::snprintf(row, sizeof row, "  %-5s PSNR %6.2f dB   max|diff| %.5f\n", to_string(p), db, mx);
+      acc << row;
+      out["accuracy"].push_back({{"precision", to_string(p)}, {"psnr_db", db}, {"max_abs_diff", mx}, {"images", count}});
+    }
+  }
+  out["device"] = device_desc;
+  if (as_json) {
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << "sg2 bench: " << label << "\n";
+    if (!device_desc.empty()) std::cout << "device: " << device_desc << "\n";
+    std::cout << "CUDA-graph replays of the whole generate (mapping + synthesis, const noise); " << warmup
+              << " warm-up, " << iters << " timed; vs official: batch 1 latency ratio, else img/s ratio to the best"
+              << " official throughput (performance.md §2); vs floor: ms/img over the roofline floor (cost_model.py)\n";
+    if (!accuracy_only) std::cout << table.str();
+    std::cout << acc.str();
+  }
+  return 0;
+}
+
+}  // namespace
+
+SG2_COMMAND(bench, 70, "GPU throughput, latency, memory and accuracy (sg2 bench --config ffhq1024-f)", run_bench);

@@ -1,0 +1,359 @@
+// sg2 CUDA backend: the Backend on one GPU (backend.h make_cuda_backend) — mapping, synthesis
+// through a cached executor per batch size (CUDA graph replays), noise inputs, dumps, splitting
+// the batch when the device runs out of memory, and the `sg2 bench` timing hooks.
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cmath>
+#include <map>
+#include <memory>
+
+#include "backend.h"
+#include "cuda/cuda_raii.h"
+#include "cuda/device_bench.h"
+#include "cuda/device_info.h"
+#include "cuda/device_model.h"
+#include "cuda/executor.h"
+#include "file_util.h"
+#include "kernels/ref/parallel.h"
+#include "sg2/error.h"
+#include "sg2/npy.h"
+
+namespace sg2 {
+
+namespace {
+
+using namespace sg2::cuda;
+
+constexpr size_t kWorkspaceLimit = size_t(1) << 30;  // per convolution
+constexpr int kMaxCachedBatches = 2;
+
+/// Device [N, H, W, C] in `dtype` -> host [N, C, H, W] float32.
+Tensor download_nhwc(const void* x, DType dtype, int N, int H, int W, int C, cudaStream_t s) {
+  const size_t count = size_t(N) * H * W * C;
+  std::vector<float> nhwc(count);
+  if (dtype == DType::f16) {
+    std::vector<__half> h(count);
+    SG2_CUDA_CHECK(cudaMemcpyAsync(h.data(), x, count * sizeof(__half), cudaMemcpyDeviceToHost, s));
+    SG2_CUDA_CHECK(cudaStreamSynchronize(s));
+    for (size_t i = 0; i < count; ++i) nhwc[i] = __half2float(h[i]);
+  } else {
+    SG2_CUDA_CHECK(cudaMemcpyAsync(nhwc.data(), x, count * sizeof(float), cudaMemcpyDeviceToHost, s));
+    SG2_CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+  Tensor t({N, C, H, W});
+  for (int n = 0; n < N; ++n)
+    for (int p = 0; p < H * W; ++p)
+      for (int c = 0; c < C; ++c) t[(int64_t(n) * C + c) * H * W + p] = nhwc[(size_t(n) * H * W + p) * C + c];
+  return t;
+}
+
+Tensor download(const float* x, std::vector<int64_t> shape, cudaStream_t s) {
+  Tensor t(std::move(shape));
+  if (t.numel() > 0)
+    SG2_CUDA_CHECK(cudaMemcpyAsync(t.data(), x, size_t(t.numel()) * sizeof(float), cudaMemcpyDeviceToHost, s));
+  SG2_CUDA_CHECK(cudaStreamSynchronize(s));
+  return t;
+}
+
+void upload(void* dst, const float* src, size_t count, cudaStream_t s) {
+  if (count) SG2_CUDA_CHECK(cudaMemcpyAsync(dst, src, count * sizeof(float), cudaMemcpyHostToDevice, s));
+}
+
+class CudaBackend final : public Backend, public DeviceBench {
+ public:
+  CudaBackend(const Model& model, int index, Precision precision)
+      : model_(model), cfg_(model.config), index_(index), precision_(precision) {
+    std::string why;
+    int raw_count = 0;
+    if (cudaGetDeviceCount(&raw_count) != cudaSuccess) {
+      cudaGetLastError();
+      raw_count = 0;
+    }
+    if (cuda_device_count(&why) == 0 && raw_count == 0)
+      fail(ErrorKind::device, "cannot run on the GPU: ", why, ". HINT: use --device cpu");
+    if (index < 0 || index >= raw_count)
+      fail(ErrorKind::device, "CUDA device cuda:", index, " does not exist (this machine has ", raw_count,
+           raw_count == 1 ? " GPU: cuda:0)" : " GPUs)", ". HINT: use --device cuda:0 or --device cpu");
+    if (!device_usable(index, &why)) fail(ErrorKind::device, why);
+    DeviceGuard g(index_);
+    if (const char* lim = std::getenv("SG2_CUDA_MEMORY_LIMIT_MB")) stats_.limit = size_t(std::atof(lim) * 1048576.0);
+    stream_ = std::make_unique<Stream>();
+    cudnn_ = std::make_unique<CudnnHandle>(stream_->get());
+    dev_ = std::make_unique<DeviceModel>(model_, precision_, &stats_, stream_->get());
+    for (const BlockData& b : dev_->blocks()) {
+      if (b.conv0) noise_layers_.push_back(&*b.conv0);
+      noise_layers_.push_back(&b.conv1);
+    }
+  }
+
+  ~CudaBackend() override {
+    try {
+      DeviceGuard g(index_);
+      executors_.clear();
+      dev_.reset();
+      cudnn_.reset();
+      stream_.reset();
+    } catch (...) {
+    }
+  }
+
+  std::string name() const override { return "cuda:" + std::to_string(index_); }
+
+  int default_max_batch() const override {
+    // fp32 worst case: three activation buffers of the widest layer and two images per sample
+    int64_t act = 0;
+    for (int r : cfg_.block_resolutions()) act = std::max<int64_t>(act, int64_t(r + 1) * (r + 1) * cfg_.channels_at(r));
+    const int64_t per_sample = 4 * (3 * act + 2 * int64_t(cfg_.img_channels) * cfg_.img_resolution * cfg_.img_resolution);
+    size_t free_b = 0, total_b = 0;
+    {
+      DeviceGuard g(index_);
+      if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+        cudaGetLastError();
+        return 8;
+      }
+    }
+    int64_t n = std::max<int64_t>(1, int64_t(free_b / 2) / std::max<int64_t>(per_sample, 1));
+    int b = 1;
+    while (b * 2 <= n && b < 32) b *= 2;
+    return b;
+  }
+
+  Tensor map(const Tensor& z, const Tensor& c, const Truncation& trunc, const std::string& dump_dir) override {
+    DeviceGuard g(index_);
+    try {
+      return map_once(z, c, trunc, dump_dir);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::out_of_memory || executors_.empty()) throw;
+      executors_.clear();  // the cached synthesis buffers made room short
+      return map_once(z, c, trunc, dump_dir);
+    }
+  }
+
+  Tensor map_once(const Tensor& z, const Tensor& c, const Truncation& trunc, const std::string& dump_dir) {
+    const int N = static_cast<int>(z.dim(0));
+    if (N == 0) return Tensor({0, cfg_.num_ws, cfg_.w_dim});
+    if (!dump_dir.empty()) detail::make_dirs(dump_dir);
+    cudaStream_t s = stream_->get();
+    MappingBuffers mb(*dev_, N, &stats_);
+    DeviceBuffer ws(size_t(N) * cfg_.num_ws * cfg_.w_dim * sizeof(float), &stats_);
+    if (cfg_.z_dim > 0) upload(mb.z.get(), z.data(), size_t(z.numel()), s);
+    if (cfg_.c_dim > 0) upload(mb.c.get(), c.data(), size_t(c.numel()), s);
+    const int cutoff = trunc.cutoff ? std::min(*trunc.cutoff, cfg_.num_ws) : cfg_.num_ws;
+    std::function<void(int, const float*, int)> after;
+    if (!dump_dir.empty())
+      after = [&](int i, const float* y, int width) {
+        write_npy(dump_dir + "/mapping_fc" + std::to_string(i) + ".npy", download(y, {N, width}, s));
+      };
+    run_mapping(*dev_, mb, trunc.psi, cutoff, ws.as<float>(), s, after);
+    return download(ws.as<float>(), {N, cfg_.num_ws, cfg_.w_dim}, s);
+  }
+
+  Tensor synthesize(const Tensor& ws, const NoiseSpec& noise, const std::string& dump_dir) override {
+    DeviceGuard g(index_);
+    const int N = static_cast<int>(ws.dim(0));
+    const int R = cfg_.img_resolution;
+    if (N == 0) return Tensor({0, cfg_.img_channels, R, R});
+    if (!dump_dir.empty()) detail::make_dirs(dump_dir);
+    std::vector<Tensor> parts;
+    int b = 0;
+    while (b < N) {
+      const int n = std::min(N - b, max_ok_batch_);
+      try {
+        parts.push_back(run_chunk(ws, noise, b, n, b == 0 ? dump_dir : std::string()));
+        b += n;
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::out_of_memory) throw;
+        cudaGetLastError();
+        if (!executors_.empty()) {  // free the other batch sizes' buffers, then try again
+          executors_.clear();
+          continue;
+        }
+        if (n == 1)
+          fail(ErrorKind::out_of_memory, "the GPU ", name(), " cannot hold even one ", R, "x", R,
+               " image of this model: ", e.what());
+        max_ok_batch_ = n / 2;  // split the batch and go on
+      }
+    }
+    return parts.size() == 1 ? std::move(parts[0]) : concat0(parts);
+  }
+
+  DeviceBench* device_bench() override { return this; }
+
+  // --- DeviceBench ---------------------------------------------------------------------------
+
+  Result time_generate(int batch, int warmup, int iters, uint64_t seed) override {
+    DeviceGuard g(index_);
+    cudaStream_t s = stream_->get();
+    release_batches();
+    SG2_CUDA_CHECK(cudaDeviceSynchronize());
+    size_t free0 = 0, free1 = 0, total = 0;
+    SG2_CUDA_CHECK(cudaMemGetInfo(&free0, &total));
+    stats_.reset_peak();
+    Result r;
+    r.batch = batch;
+    Executor& ex = executor(batch);
+    bench_inputs(ex, batch, seed);
+    const float* img = ex.generate(s);  // captures the graph (after one eager run)
+    for (int i = 0; i < warmup; ++i) ex.generate(s);
+    SG2_CUDA_CHECK(cudaStreamSynchronize(s));
+    SG2_CUDA_CHECK(cudaMemGetInfo(&free1, &total));
+    std::vector<Event> start(static_cast<size_t>(iters)), stop(static_cast<size_t>(iters));
+    for (int i = 0; i < iters; ++i) {
+      start[size_t(i)].record(s);
+      ex.generate(s);
+      stop[size_t(i)].record(s);
+    }
+    SG2_CUDA_CHECK(cudaStreamSynchronize(s));
+    for (int i = 0; i < iters; ++i) r.ms.push_back(stop[size_t(i)].since(start[size_t(i)]));
+    const int check = std::min(batch, 4);
+    const int R = cfg_.img_resolution;
+    const Tensor out = download(img, {check, cfg_.img_channels, R, R}, s);
+    r.output_finite = true;
+    double sum = 0;
+    for (float v : out.vec()) {
+      if (!std::isfinite(v)) r.output_finite = false;
+      sum += std::fabs(double(v));
+    }
+    r.output_mean_abs = out.numel() ? sum / double(out.numel()) : 0.0;
+    r.model_bytes = dev_->arena_bytes();
+    r.batch_bytes = ex.bytes();
+    r.workspace_bytes = ex.workspace_bytes();
+    r.peak_bytes = stats_.peak;
+    r.meminfo_delta = free0 > free1 ? free0 - free1 : 0;
+    r.conv_algorithms = ex.conv_descriptions();
+    r.graph = ex.uses_graphs();
+    r.graph_error = ex.capture_error();
+    return r;
+  }
+
+  std::vector<std::pair<std::string, float>> profile(int batch, uint64_t seed) override {
+    DeviceGuard g(index_);
+    Executor& ex = executor(batch);
+    bench_inputs(ex, batch, seed);
+    return ex.profile(stream_->get());
+  }
+
+  void release_batches() override {
+    DeviceGuard g(index_);
+    executors_.clear();
+  }
+
+  std::string device_description() const override {
+    int rt = 0;
+    cudaRuntimeGetVersion(&rt);
+    return device_name(index_) + ", cuDNN " + std::to_string(cudnnGetVersion()) + ", CUDA runtime " +
+           std::to_string(rt) + ", built for " + built_architectures();
+  }
+
+ private:
+  Executor& executor(int N) {
+    auto it = executors_.find(N);
+    if (it == executors_.end()) {
+      while (static_cast<int>(executors_.size()) >= kMaxCachedBatches) {
+        auto oldest = std::min_element(executors_.begin(), executors_.end(),
+                                       [](const auto& a, const auto& b) { return a.second.used < b.second.used; });
+        executors_.erase(oldest);
+      }
+      Cached c;
+      c.ex = std::make_unique<Executor>(*dev_, N, cudnn_->get(), &stats_, stream_->get(), kWorkspaceLimit);
+      it = executors_.emplace(N, std::move(c)).first;
+    }
+    it->second.used = ++use_counter_;
+    return *it->second.ex;
+  }
+
+  /// Benchmark inputs: z of seeds seed .. seed + batch - 1 (numpy RandomState), classes cycled.
+  void bench_inputs(Executor& ex, int batch, uint64_t seed) {
+    cudaStream_t s = stream_->get();
+    std::vector<uint32_t> seeds;
+    for (int n = 0; n < batch; ++n) seeds.push_back(static_cast<uint32_t>(seed + uint64_t(n)));
+    if (cfg_.z_dim > 0) {
+      const Tensor z = z_from_seeds(seeds, cfg_.z_dim);
+      upload(ex.mapping().z.get(), z.data(), size_t(z.numel()), s);
+    }
+    if (cfg_.c_dim > 0) {
+      std::vector<int> classes;
+      for (int n = 0; n < batch; ++n) classes.push_back(n % cfg_.c_dim);
+      const Tensor c = one_hot(classes, cfg_.c_dim);
+      upload(ex.mapping().c.get(), c.data(), size_t(c.numel()), s);
+    }
+    SG2_CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+
+  /// Rows [b, b + n) of ws through synthesis.
+  Tensor run_chunk(const Tensor& ws, const NoiseSpec& noise, int b, int n, const std::string& dump_dir) {
+    cudaStream_t s = stream_->get();
+    Executor& ex = executor(n);
+    const size_t row = size_t(cfg_.num_ws) * cfg_.w_dim;
+    upload(ex.ws(), ws.data() + size_t(b) * row, size_t(n) * row, s);
+    NoiseKind kind = NoiseKind::constant;
+    if (noise.mode == NoiseMode::none || !cfg_.synthesis.use_noise) kind = NoiseKind::none;
+    else if (noise.mode == NoiseMode::random || !noise.maps.empty()) kind = NoiseKind::per_sample;
+    if (kind == NoiseKind::per_sample) {
+      const int P = dev_->noise_floats_per_sample();
+      std::vector<float> host(size_t(n) * P);
+      const int L = static_cast<int>(noise_layers_.size());
+      ref::parallel_for(int64_t(n) * L, [&](int64_t job) {
+        const int i = static_cast<int>(job / L);
+        const ConvLayer& c = *noise_layers_[size_t(job % L)];
+        const int li = c.plan->noise_index;
+        if (li < 0) return;
+        const int64_t rr = int64_t(c.plan->resolution) * c.plan->resolution;
+        float* dst = host.data() + size_t(i) * P + c.noise_offset;
+        if (noise.mode == NoiseMode::random) {
+          const uint64_t key = noise.keys.empty() ? uint64_t(b + i) : noise.keys[size_t(b + i)];
+          const Tensor t = random_noise_map(noise.seed, key, li, c.plan->resolution);
+          std::copy(t.data(), t.data() + rr, dst);
+        } else {
+          const Tensor& t = noise.maps[size_t(b + i)][size_t(li)];
+          std::copy(t.data(), t.data() + rr, dst);
+        }
+      });
+      upload(ex.noise_maps(), host.data(), host.size(), s);
+    }
+    const float* img;
+    if (dump_dir.empty()) {
+      img = ex.synthesize(kind, s);
+    } else {
+      BlockDumpFn dump = [&](int res, const void* x, DType dt, int C, const float* im) {
+        const std::string tag = dump_dir + "/b" + std::to_string(res);
+        if (x) write_npy(tag + "_x.npy", download_nhwc(x, dt, n, res, res, C, s));
+        if (im) write_npy(tag + "_img.npy", download(im, {n, cfg_.img_channels, res, res}, s));
+      };
+      img = ex.synthesize_eager(kind, s, dump);
+    }
+    const int R = cfg_.img_resolution;
+    return download(img, {n, cfg_.img_channels, R, R}, s);
+  }
+
+  struct Cached {
+    std::unique_ptr<Executor> ex;
+    uint64_t used = 0;
+  };
+
+  const Model& model_;
+  const ModelConfig& cfg_;
+  int index_;
+  Precision precision_;
+  MemoryStats stats_;
+  std::unique_ptr<Stream> stream_;
+  std::unique_ptr<CudnnHandle> cudnn_;
+  std::unique_ptr<DeviceModel> dev_;
+  std::map<int, Cached> executors_;
+  std::vector<const ConvLayer*> noise_layers_;
+  uint64_t use_counter_ = 0;
+  int max_ok_batch_ = INT_MAX;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(const Model& model, int index, Precision precision) {
+  return std::make_unique<CudaBackend>(model, index, precision);
+}
+
+}  // namespace sg2

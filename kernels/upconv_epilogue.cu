@@ -1,0 +1,198 @@
+// sg2 CUDA kernels: FIR + pointwise epilogue of the up-sampling conv (upconv_epilogue.h).
+//
+// A block computes an output tile of kTY x kTX pixels for 32 channels of one sample: it stages
+// the (kTY + f - 1) x (kTX + f - 1) x 32 input window of t in shared memory (fp32; 16-byte global
+// loads when C % 8 == 0), then each thread (two channels, one column) runs the f x f filter down
+// its column with the filter rows in registers (taps accumulated in the reference's order:
+// filter row, then column), and stores both channels with one access.
+#include <algorithm>
+#include <cstdint>
+
+#include "engine/src/cuda/cuda_check.h"
+#include "kernels/common.cuh"
+#include "kernels/upconv_epilogue.h"
+
+namespace sg2::cuda {
+
+namespace {
+
+constexpr int kTY = 8;    // output rows per block
+constexpr int kTX = 16;   // output columns per block (one per 16-thread group)
+constexpr int kCB = 32;   // channels per block (two per thread)
+constexpr int kMaxF = 8;  // largest filter supported
+constexpr int kThreads = 256;
+
+__device__ __forceinline__ void store2(float* p, float a, float b, bool pair) {
+  if (pair) {
+    *reinterpret_cast<float2*>(p) = make_float2(a, b);
+  } else {
+    p[0] = a;
+  }
+}
+__device__ __forceinline__ void store2(__half* p, float a, float b, bool pair) {
+  if (pair) {
+    *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b);
+  } else {
+    p[0] = __float2half_rn(a);
+  }
+}
+
+template <typename Tin, typename Tout, int F, bool VEC>
+__global__ void __launch_bounds__(kThreads) upconv_epilogue_kernel(UpEpilogueArgs a) {
+  extern __shared__ float4 S4[];
+  float* S = reinterpret_cast<float*>(S4);
+  const int f = F > 0 ? F : a.fsize;
+  const int SR = kTY + f - 1, SC = kTX + f - 1;
+  const int cblocks = (a.C + kCB - 1) / kCB;
+  const int n = blockIdx.z / cblocks, cb0 = (blockIdx.z % cblocks) * kCB;
+  const int oy0 = blockIdx.y * kTY, ox0 = blockIdx.x * kTX;
+  const int ty0 = oy0 - a.pad0, tx0 = ox0 - a.pad0;
+  const Tin* t = static_cast<const Tin*>(a.t) + size_t(n) * a.TH * a.TW * a.C;
+  const int tid = threadIdx.x;
+
+  if constexpr (VEC) {  // 8 channels per access; C % 8 == 0, so a chunk is all in or all out
+    const int chunk = tid & 3;
+    const int cc = cb0 + chunk * 8;
+    for (int p = tid >> 2; p < SR * SC; p += kThreads / 4) {
+      const int r = p / SC, col = p - r * SC;
+      const int ty = ty0 + r, tx = tx0 + col;
+      float v[8];
+      if (ty >= 0 && ty < a.TH && tx >= 0 && tx < a.TW && cc < a.C) {
+        dev::load8(t + (size_t(ty) * a.TW + tx) * a.C + cc, v);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v[e] = 0.0f;
+      }
+      float4* dst = reinterpret_cast<float4*>(S + p * kCB + chunk * 8);
+      dst[0] = make_float4(v[0], v[1], v[2], v[3]);
+      dst[1] = make_float4(v[4], v[5], v[6], v[7]);
+    }
+  } else {
+    for (int idx = tid; idx < SR * SC * kCB; idx += kThreads) {
+      const int c = idx % kCB, p = idx / kCB;
+      const int r = p / SC, col = p - r * SC;
+      const int ty = ty0 + r, tx = tx0 + col, cc = cb0 + c;
+      float v = 0.0f;
+      if (ty >= 0 && ty < a.TH && tx >= 0 && tx < a.TW && cc < a.C)
+        v = dev::to_float(t[(size_t(ty) * a.TW + tx) * a.C + cc]);
+      S[idx] = v;
+    }
+  }
+  __syncthreads();
+
+  const int cp = tid & 15;  // channel pair
+  const int x = tid >> 4;   // column in the tile
+  const int c = cb0 + 2 * cp;
+  const int ox = ox0 + x;
+  if (c >= a.C || ox >= a.W) return;  // no barrier below
+  const bool pair = c + 1 < a.C;
+  float d[2] = {1.0f, 1.0f}, b[2] = {0.0f, 0.0f}, os[2] = {1.0f, 1.0f};
+#pragma unroll
+  for (int e = 0; e < 2; ++e) {
+    if (e == 1 && !pair) break;
+    if (a.dd) d[e] = a.dd[size_t(n) * a.dd_stride + c + e];
+    if (a.bias) b[e] = a.bias[c + e];
+    if (a.out_scale) os[e] = a.out_scale[size_t(n) * a.out_scale_stride + c + e];
+  }
+
+  float acc[kTY][2];
+#pragma unroll
+  for (int r = 0; r < kTY; ++r) acc[r][0] = acc[r][1] = 0.0f;
+  if constexpr (F > 0) {
+    float g[F][F];
+#pragma unroll
+    for (int i = 0; i < F; ++i)
+#pragma unroll
+      for (int j = 0; j < F; ++j) g[i][j] = __ldg(a.filter + (F - 1 - i) * F + (F - 1 - j)) * 4.0f;
+#pragma unroll
+    for (int r_in = 0; r_in < kTY + F - 1; ++r_in) {
+      float2 s[F];
+#pragma unroll
+      for (int j = 0; j < F; ++j) s[j] = *reinterpret_cast<const float2*>(S + (r_in * SC + x + j) * kCB + 2 * cp);
+#pragma unroll
+      for (int i = 0; i < F; ++i) {
+        const int r = r_in - i;
+        if (r >= 0 && r < kTY) {
+#pragma unroll
+          for (int j = 0; j < F; ++j) {
+            acc[r][0] += s[j].x * g[i][j];
+            acc[r][1] += s[j].y * g[i][j];
+          }
+        }
+      }
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < kTY; ++r)
+      for (int i = 0; i < f; ++i)
+        for (int j = 0; j < f; ++j) {
+          const float gv = a.filter[(f - 1 - i) * f + (f - 1 - j)] * 4.0f;
+          const float2 s = *reinterpret_cast<const float2*>(S + ((r + i) * SC + x + j) * kCB + 2 * cp);
+          acc[r][0] += s.x * gv;
+          acc[r][1] += s.y * gv;
+        }
+  }
+
+  Tout* out = static_cast<Tout*>(a.out);
+  Tout* raw = static_cast<Tout*>(a.raw);
+  const float* noise = a.noise ? a.noise + size_t(n) * a.noise_stride_n : nullptr;
+  // a pair store needs an even channel offset: C even (c is even)
+  const bool pair_store = pair && (a.C % 2 == 0);
+#pragma unroll
+  for (int r = 0; r < kTY; ++r) {
+    const int oy = oy0 + r;
+    if (oy >= a.H) break;
+    const float nz = noise ? noise[size_t(oy) * a.W + ox] * a.noise_strength : 0.0f;
+    float v[2];
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      float u = acc[r][e] * d[e];
+      u = u + nz;
+      u = u + b[e];
+      v[e] = dev::bias_act(u, a.lrelu, a.gain, a.clamp);
+    }
+    const size_t o = ((size_t(n) * a.H + oy) * a.W + ox) * a.C + c;
+    if (out) {
+      store2(out + o, v[0] * os[0], v[1] * os[1], pair_store);
+      if (pair && !pair_store) out[o + 1] = dev::from_float<Tout>(v[1] * os[1]);
+    }
+    if (raw) {
+      store2(raw + o, v[0], v[1], pair_store);
+      if (pair && !pair_store) raw[o + 1] = dev::from_float<Tout>(v[1]);
+    }
+  }
+}
+
+template <typename Tin, typename Tout, int F>
+void launch_f(const UpEpilogueArgs& a, bool vec, dim3 grid, size_t smem, cudaStream_t stream) {
+  if (vec) upconv_epilogue_kernel<Tin, Tout, F, true><<<grid, kThreads, smem, stream>>>(a);
+  else upconv_epilogue_kernel<Tin, Tout, F, false><<<grid, kThreads, smem, stream>>>(a);
+}
+
+template <typename Tin, typename Tout>
+void launch(const UpEpilogueArgs& a, cudaStream_t stream) {
+  const int cblocks = (a.C + kCB - 1) / kCB;
+  const dim3 grid((a.W + kTX - 1) / kTX, (a.H + kTY - 1) / kTY, a.N * cblocks);
+  const size_t smem = static_cast<size_t>(kTY + a.fsize - 1) * (kTX + a.fsize - 1) * kCB * sizeof(float);
+  const bool vec = a.C % 8 == 0 && (reinterpret_cast<uintptr_t>(a.t) & 15u) == 0;
+  if (a.fsize == 4) launch_f<Tin, Tout, 4>(a, vec, grid, smem, stream);
+  else launch_f<Tin, Tout, 0>(a, vec, grid, smem, stream);
+  SG2_LAUNCH_CHECK("upconv_epilogue_kernel");
+}
+
+}  // namespace
+
+void upconv_epilogue(const UpEpilogueArgs& a, cudaStream_t stream) {
+  if (a.N <= 0 || a.H <= 0 || a.W <= 0 || a.C <= 0) return;
+  if (a.fsize < 1 || a.fsize > kMaxF)
+    fail(ErrorKind::unsupported, "the CUDA backend supports resample filters of 1 to ", kMaxF, " taps, not ", a.fsize);
+  if (a.N * static_cast<int64_t>((a.C + kCB - 1) / kCB) > 65535 || (a.H + kTY - 1) / kTY > 65535)
+    fail(ErrorKind::unsupported, "upconv_epilogue: batch ", a.N, " x ", a.C, " channels is too large for one launch");
+  const bool in16 = a.t_dtype == DType::f16, out16 = a.out_dtype == DType::f16;
+  if (in16 && out16) launch<__half, __half>(a, stream);
+  else if (in16) launch<__half, float>(a, stream);
+  else if (out16) launch<float, __half>(a, stream);
+  else launch<float, float>(a, stream);
+}
+
+}  // namespace sg2::cuda

@@ -1,0 +1,570 @@
+// sg2 GPU tests: every CUDA kernel against the CPU reference ops (kernels/ref) on random inputs
+// and odd shapes. fp32 paths are checked tightly (relative 1e-5 of the output's scale), fp16
+// storage within 2e-3 (fp16 has an 11-bit significand: one rounding is <= 4.9e-4 relative).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+
+#include "cuda/cuda_raii.h"
+#include "cuda/cudnn_conv.h"
+#include "gpu_test_util.h"
+#include "kernels/conv2d.h"
+#include "kernels/conv2d_simt.h"
+#include "kernels/conv_epilogue.h"
+#include "kernels/demodulate.h"
+#include "kernels/fully_connected.h"
+#include "kernels/modulate.h"
+#include "kernels/ref/bias_act.h"
+#include "kernels/ref/fully_connected.h"
+#include "kernels/ref/modulated_conv2d.h"
+#include "kernels/ref/upfirdn2d.h"
+#include "kernels/upconv_epilogue.h"
+#include "kernels/upfirdn2d.h"
+#include "plan.h"
+
+using namespace sg2;
+using namespace sg2::gputest;
+using cuda::DType;
+
+namespace {
+
+const char* dt_name(DType t) { return t == DType::f16 ? "fp16" : "fp32"; }
+
+}  // namespace
+
+TEST(GpuKernels, FullyConnectedMatchesReference) {
+  SG2_REQUIRE_GPU();
+  struct Case { int N, in, out; ref::Activation act; cuda::FcAct gact; float wg, bg; };
+  const Case cases[] = {{1, 5, 3, ref::Activation::lrelu, cuda::FcAct::lrelu, 0.01f / std::sqrt(5.0f), 0.01f},
+                        {3, 64, 13, ref::Activation::linear, cuda::FcAct::linear, 0.125f, 1.0f},
+                        {11, 77, 40, ref::Activation::lrelu, cuda::FcAct::lrelu, 0.3f, 0.5f},
+                        {9, 512, 512, ref::Activation::relu, cuda::FcAct::relu, 0.01f / std::sqrt(512.0f), 0.01f}};
+  uint32_t seed = 1;
+  for (const Case& c : cases) {
+    Tensor x = randn({c.N, c.in}, seed++), w = randn({c.out, c.in}, seed++, 10.0f), b = randn({c.out}, seed++);
+    Tensor ref = ref::fully_connected(x, w, &b, c.wg, c.bg, c.act);
+    auto dx = to_device(x), dw = to_device(w), db = to_device(b);
+    auto dy = poisoned(size_t(c.N) * c.out);
+    cuda::FcArgs a;
+    a.N = c.N;
+    a.in_features = c.in;
+    a.out_features = c.out;
+    a.x = dx.as<float>();
+    a.x_stride_n = c.in;
+    a.weight = dw.as<float>();
+    a.weight_gain = c.wg;
+    a.bias = db.as<float>();
+    a.bias_gain = c.bg;
+    a.act = c.gact;
+    a.act_gain = c.act == ref::Activation::linear ? 1.0f : static_cast<float>(std::sqrt(2.0));
+    a.y = dy.as<float>();
+    cuda::fully_connected(a, nullptr);
+    EXPECT_TRUE(near_rel(from_device(dy.get(), {c.N, c.out}), ref, 1e-5,
+                         "fc N=" + std::to_string(c.N) + " in=" + std::to_string(c.in)));
+  }
+}
+
+TEST(GpuKernels, AffineOfManyLayersReadsEachLayersRow) {
+  SG2_REQUIRE_GPU();
+  const int N = 3, R = 5, D = 24, J = 17;
+  Tensor ws = randn({N, R, D}, 7), w = randn({J, D}, 8), b = randn({J}, 9), sc = randn({J}, 10);
+  std::vector<int> rows(J);
+  for (int j = 0; j < J; ++j) rows[size_t(j)] = (j * 3) % R;
+  const float gain = 1.0f / std::sqrt(float(D));
+  Tensor ref({N, J});
+  for (int n = 0; n < N; ++n)
+    for (int j = 0; j < J; ++j) {
+      Tensor xr({1, D}), wr({1, D}), br({1});
+      for (int i = 0; i < D; ++i) {
+        xr[i] = ws[(int64_t(n) * R + rows[size_t(j)]) * D + i];
+        wr[i] = w[int64_t(j) * D + i];
+      }
+      br[0] = b[j];
+      ref[int64_t(n) * J + j] = ref::fully_connected(xr, wr, &br, gain, 1.0f, ref::Activation::linear)[0] * sc[j];
+    }
+  auto dws = to_device(ws), dw = to_device(w), db = to_device(b), dsc = to_device(sc), drows = to_device(rows);
+  auto dy = poisoned(size_t(N) * J);
+  cuda::FcArgs a;
+  a.N = N;
+  a.in_features = D;
+  a.out_features = J;
+  a.x = dws.as<float>();
+  a.x_stride_n = int64_t(R) * D;
+  a.rows = drows.as<int>();
+  a.x_stride_row = D;
+  a.weight = dw.as<float>();
+  a.weight_gain = gain;
+  a.bias = db.as<float>();
+  a.out_scale = dsc.as<float>();
+  a.y = dy.as<float>();
+  cuda::fully_connected(a, nullptr);
+  EXPECT_TRUE(near_rel(from_device(dy.get(), {N, J}), ref, 1e-5, "affine rows"));
+}
+
+TEST(GpuKernels, Normalize2ndMomentConcatenates) {
+  SG2_REQUIRE_GPU();
+  const int N = 3, A = 7, B = 512;
+  Tensor z = randn({N, A}, 1, 3.0f), e = randn({N, B}, 2);
+  Tensor rz = ref::normalize_2nd_moment(z), re = ref::normalize_2nd_moment(e);
+  auto dz = to_device(z), de = to_device(e);
+  auto dy = poisoned(size_t(N) * (A + B));
+  cuda::normalize_2nd_moment(dz.as<float>(), N, A, dy.as<float>(), A + B, 0, 1e-8f, nullptr);
+  cuda::normalize_2nd_moment(de.as<float>(), N, B, dy.as<float>(), A + B, A, 1e-8f, nullptr);
+  Tensor got = from_device(dy.get(), {N, A + B});
+  Tensor ref({N, A + B});
+  for (int n = 0; n < N; ++n) {
+    for (int j = 0; j < A; ++j) ref[int64_t(n) * (A + B) + j] = rz[int64_t(n) * A + j];
+    for (int j = 0; j < B; ++j) ref[int64_t(n) * (A + B) + A + j] = re[int64_t(n) * B + j];
+  }
+  EXPECT_TRUE(near_rel(got, ref, 1e-6, "normalize_2nd_moment"));
+}
+
+TEST(GpuKernels, TruncationIsBitExactLerp) {
+  SG2_REQUIRE_GPU();
+  const int N = 2, R = 6, D = 33;
+  Tensor w = randn({N, D}, 3), avg = randn({D}, 4, 0.5f);
+  auto dw = to_device(w), davg = to_device(avg);
+  for (float psi : {1.0f, 0.7f, 0.3f, -0.6f, 1.5f, 0.0f}) {
+    for (int cutoff : {R, 3, 0}) {
+      auto dws = poisoned(size_t(N) * R * D);
+      cuda::truncate_broadcast(dw.as<float>(), davg.as<float>(), N, R, D, psi, cutoff, dws.as<float>(), nullptr);
+      Tensor got = from_device(dws.get(), {N, R, D});
+      int bad = 0;
+      for (int n = 0; n < N; ++n)
+        for (int k = 0; k < R; ++k)
+          for (int j = 0; j < D; ++j) {
+            const float b = w[int64_t(n) * D + j], a = avg[j];
+            float v = b;
+            if (psi != 1.0f && k < cutoff) {
+              const float diff = b - a;
+              v = std::fabs(psi) < 0.5f ? std::fma(psi, diff, a) : std::fma(-diff, 1.0f - psi, b);
+            }
+            bad += got[(int64_t(n) * R + k) * D + j] != v;
+          }
+      EXPECT_EQ(bad, 0) << "psi " << psi << " cutoff " << cutoff;
+    }
+  }
+}
+
+TEST(GpuKernels, DemodulationMatchesReference) {
+  SG2_REQUIRE_GPU();
+  const int N = 3;
+  struct L { int cin, cout, fp16; };
+  const L layers[] = {{5, 7, 0}, {13, 3, 1}, {64, 40, 1}};
+  std::vector<cuda::DemodLayer> table;
+  std::vector<int> layer_of_output;
+  std::vector<float> q_all, w_inv;
+  std::vector<Tensor> weights;
+  int S = 0, Dc = 0;
+  uint32_t seed = 20;
+  for (int li = 0; li < 3; ++li) {
+    const L& l = layers[li];
+    Tensor W = randn({l.cout, l.cin, 3, 3}, seed++);
+    cuda::DemodLayer d;
+    d.s_offset = S;
+    d.in_channels = l.cin;
+    d.d_offset = Dc;
+    d.out_channels = l.cout;
+    d.q_offset = int64_t(q_all.size());
+    d.fp16 = l.fp16;
+    for (int o = 0; o < l.cout; ++o) {
+      float mx = 0;
+      for (int i = 0; i < l.cin; ++i) {
+        double sq = 0;
+        for (int k = 0; k < 9; ++k) {
+          const float v = W[(int64_t(o) * l.cin + i) * 9 + k];
+          sq += double(v) * v;
+          mx = std::max(mx, std::fabs(v));
+        }
+        q_all.push_back(float(sq));
+      }
+      w_inv.push_back(l.fp16 ? float(std::sqrt(9.0 * l.cin)) * mx : 1.0f);
+      layer_of_output.push_back(li);
+    }
+    table.push_back(d);
+    weights.push_back(W);
+    S += l.cin + 3;  // leave gaps: columns need not be dense
+    Dc += l.cout;
+  }
+  Tensor s = randn({N, S}, 99, 2.0f);
+  auto ds = to_device(s), dq = to_device(q_all), dwinv = to_device(w_inv), dlo = to_device(layer_of_output);
+  cuda::DeviceBuffer dtable(table.size() * sizeof(cuda::DemodLayer), nullptr);
+  SG2_CUDA_CHECK(cudaMemcpy(dtable.get(), table.data(), dtable.bytes(), cudaMemcpyHostToDevice));
+  auto ds_in = poisoned(size_t(N) * S), dsmax = poisoned(size_t(N) * 3), ddd = poisoned(size_t(N) * Dc);
+  cuda::DemodArgs a;
+  a.N = N;
+  a.num_layers = 3;
+  a.layers = dtable.as<cuda::DemodLayer>();
+  a.total_out = Dc;
+  a.layer_of_output = dlo.as<int>();
+  a.s = ds.as<float>();
+  a.s_stride = S;
+  a.q = dq.as<float>();
+  a.w_inv = dwinv.as<float>();
+  a.s_in = ds_in.as<float>();
+  a.smax = dsmax.as<float>();
+  a.dd = ddd.as<float>();
+  cuda::demodulate(a, nullptr);
+  Tensor s_in = from_device(ds_in.get(), {N, S}), smax = from_device(dsmax.get(), {N, 3}), dd = from_device(ddd.get(), {N, Dc});
+  for (int li = 0; li < 3; ++li) {
+    const auto& d = table[size_t(li)];
+    Tensor sl({N, d.in_channels});
+    for (int n = 0; n < N; ++n)
+      for (int i = 0; i < d.in_channels; ++i) sl[int64_t(n) * d.in_channels + i] = s[int64_t(n) * S + d.s_offset + i];
+    Tensor ref = ref::demod_coefficients(weights[size_t(li)], sl);
+    Tensor got({N, d.out_channels}), got_in({N, d.in_channels}), ref_in({N, d.in_channels});
+    for (int n = 0; n < N; ++n) {
+      float mx = 0;
+      for (int i = 0; i < d.in_channels; ++i) mx = std::max(mx, std::fabs(sl[int64_t(n) * d.in_channels + i]));
+      EXPECT_FLOAT_EQ(smax[int64_t(n) * 3 + li], d.fp16 ? mx : 1.0f);
+      for (int i = 0; i < d.in_channels; ++i) {
+        got_in[int64_t(n) * d.in_channels + i] = s_in[int64_t(n) * S + d.s_offset + i];
+        ref_in[int64_t(n) * d.in_channels + i] = d.fp16 ? sl[int64_t(n) * d.in_channels + i] / mx : sl[int64_t(n) * d.in_channels + i];
+      }
+      for (int o = 0; o < d.out_channels; ++o) {
+        float v = dd[int64_t(n) * Dc + d.d_offset + o];
+        if (d.fp16) v = v / (mx * w_inv[size_t(d.d_offset + o)]);
+        got[int64_t(n) * d.out_channels + o] = v;
+      }
+    }
+    EXPECT_TRUE(near_rel(got, ref, 2e-6, "dcoefs layer " + std::to_string(li)));
+    EXPECT_TRUE(near_rel(got_in, ref_in, 1e-7, "s_in layer " + std::to_string(li)));
+  }
+}
+
+// --- conv epilogue -------------------------------------------------------------------------
+
+namespace {
+
+struct EpiCase {
+  int N, C, H, img_channels;
+  DType in, out;
+  bool per_sample_noise, residual, img_prev, clamp;
+};
+
+void run_epilogue_case(const EpiCase& k, uint32_t seed) {
+  const int N = k.N, C = k.C, H = k.H, W = k.H, K = k.img_channels;
+  const std::vector<float> filter = make_filter2d({1, 3, 3, 1});
+  Tensor y = randn({N, C, H, W}, seed, 3.0f);
+  if (k.in == DType::f16) y = round_f16(y);
+  Tensor dd = randn({N, C}, seed + 1), bias = randn({C}, seed + 2), scale = randn({N, C}, seed + 3);
+  Tensor noise = randn({k.per_sample_noise ? N : 1, H, W}, seed + 4), res = randn({N, C, H, W}, seed + 5);
+  Tensor rgb_w = randn({std::max(K, 1), C}, seed + 6), rgb_s = randn({N, C}, seed + 7, 0.3f), rgb_b = randn({std::max(K, 1)}, seed + 8);
+  Tensor prev = randn({N, std::max(K, 1), H / 2, W / 2}, seed + 9);
+  const float strength = 0.7f, gain = static_cast<float>(std::sqrt(2.0)), clamp = k.clamp ? 2.5f : -1.0f;
+  // reference
+  Tensor v({N, C, H, W});
+  for (int n = 0; n < N; ++n)
+    for (int c = 0; c < C; ++c)
+      for (int p = 0; p < H * W; ++p) {
+        const int64_t i = (int64_t(n) * C + c) * H * W + p;
+        float t = y[i] * dd[int64_t(n) * C + c];
+        t = t + noise[(k.per_sample_noise ? int64_t(n) * H * W : 0) + p] * strength;
+        v[i] = t;
+      }
+  v = ref::bias_act(v, &bias, 1, ref::Activation::lrelu, {}, gain, k.clamp ? std::optional<float>(clamp) : std::nullopt);
+  if (k.residual)
+    for (int64_t i = 0; i < v.numel(); ++i) v[i] = v[i] + res[i];
+  Tensor out = v;
+  for (int n = 0; n < N; ++n)
+    for (int c = 0; c < C; ++c)
+      for (int p = 0; p < H * W; ++p) out[(int64_t(n) * C + c) * H * W + p] *= scale[int64_t(n) * C + c];
+  Tensor img_ref;
+  if (K > 0) {
+    ref::ModConvArgs ma;
+    ma.padding = 0;
+    ma.demodulate = false;
+    Tensor t = ref::modulated_conv2d(v, rgb_w.reshaped({K, C, 1, 1}), rgb_s, filter, 4, ma);
+    img_ref = ref::bias_act(t, &rgb_b, 1, ref::Activation::linear, {}, 1.0f,
+                            k.clamp ? std::optional<float>(clamp) : std::nullopt);
+    if (k.img_prev) {
+      Tensor up = ref::upsample2d(prev, filter, 4);
+      for (int64_t i = 0; i < img_ref.numel(); ++i) img_ref[i] = up[i] + img_ref[i];
+    }
+  }
+  // device
+  auto d_y = to_device(to_nhwc(y), k.in), d_dd = to_device(dd), d_b = to_device(bias), d_sc = to_device(scale);
+  auto d_noise = to_device(noise), d_res = to_device(to_nhwc(res)), d_rw = to_device(rgb_w), d_rs = to_device(rgb_s);
+  auto d_rb = to_device(rgb_b), d_prev = to_device(prev), d_f = to_device(filter);
+  const size_t count = size_t(N) * C * H * W;
+  auto d_out = poisoned(count, k.out), d_raw = poisoned(count, k.out), d_img = poisoned(size_t(N) * std::max(K, 1) * H * W);
+  cuda::EpilogueArgs a;
+  a.N = N;
+  a.H = H;
+  a.W = W;
+  a.C = C;
+  a.y_dtype = k.in;
+  a.y = d_y.get();
+  a.dd = d_dd.as<float>();
+  a.dd_stride = C;
+  a.noise = d_noise.as<float>();
+  a.noise_stride_n = k.per_sample_noise ? int64_t(H) * W : 0;
+  a.noise_strength = strength;
+  a.bias = d_b.as<float>();
+  a.lrelu = true;
+  a.gain = gain;
+  a.clamp = clamp;
+  a.residual = k.residual ? d_res.as<float>() : nullptr;
+  a.out_dtype = k.out;
+  a.out = d_out.get();
+  a.out_scale = d_sc.as<float>();
+  a.out_scale_stride = C;
+  a.raw = d_raw.get();
+  if (K > 0) {
+    a.img_channels = K;
+    a.rgb_weight = d_rw.as<float>();
+    a.rgb_styles = d_rs.as<float>();
+    a.rgb_styles_stride = C;
+    a.rgb_bias = d_rb.as<float>();
+    a.rgb_clamp = clamp;
+    a.img_prev = k.img_prev ? d_prev.as<float>() : nullptr;
+    a.img = d_img.as<float>();
+    a.filter = d_f.as<float>();
+    a.fsize = 4;
+  }
+  cuda::conv_epilogue(a, nullptr);
+  const std::string label = "epilogue N=" + std::to_string(N) + " C=" + std::to_string(C) + " H=" + std::to_string(H) +
+                            " K=" + std::to_string(K) + " " + dt_name(k.in) + "->" + dt_name(k.out);
+  const double tol = k.out == DType::f16 ? 2e-3 : 1e-6;
+  EXPECT_TRUE(near_rel(to_nchw(from_device(d_out.get(), {N, H, W, C}, k.out)), out, tol, label + " out"));
+  EXPECT_TRUE(near_rel(to_nchw(from_device(d_raw.get(), {N, H, W, C}, k.out)), v, tol, label + " raw"));
+  if (K > 0) EXPECT_TRUE(near_rel(from_device(d_img.get(), {N, K, H, W}), img_ref, 1e-5, label + " img"));
+}
+
+}  // namespace
+
+TEST(GpuKernels, ConvEpilogueMatchesReference) {
+  SG2_REQUIRE_GPU();
+  const EpiCase cases[] = {
+      {1, 13, 4, 3, DType::f32, DType::f32, false, false, false, true},
+      {3, 32, 8, 3, DType::f32, DType::f32, true, true, true, false},
+      {3, 32, 8, 1, DType::f16, DType::f16, false, false, true, true},
+      {2, 48, 16, 4, DType::f32, DType::f16, true, false, true, false},
+      {2, 5, 8, 5, DType::f16, DType::f32, true, true, true, true},
+      {1, 512, 4, 3, DType::f16, DType::f16, false, false, false, true},
+      {2, 64, 16, 0, DType::f32, DType::f32, false, true, false, true},
+      {1, 3, 64, 3, DType::f32, DType::f32, true, false, true, false},
+  };
+  uint32_t seed = 100;
+  for (const EpiCase& k : cases) run_epilogue_case(k, seed += 10);
+}
+
+// --- up-conv epilogue ----------------------------------------------------------------------
+
+TEST(GpuKernels, UpconvEpilogueMatchesReference) {
+  SG2_REQUIRE_GPU();
+  struct Case { int N, C, H; DType in, out; bool per_sample; };
+  const Case cases[] = {{1, 5, 8, DType::f32, DType::f32, false}, {2, 32, 16, DType::f32, DType::f32, true},
+                        {3, 40, 8, DType::f16, DType::f16, true}, {1, 64, 32, DType::f16, DType::f32, false},
+                        {2, 13, 64, DType::f32, DType::f16, true}, {1, 512, 8, DType::f16, DType::f16, false}};
+  const std::vector<float> filter = make_filter2d({1, 3, 3, 1});
+  uint32_t seed = 300;
+  for (const Case& k : cases) {
+    const int N = k.N, C = k.C, H = k.H, TH = H + 1;
+    Tensor t = randn({N, C, TH, TH}, seed++, 2.0f);
+    if (k.in == DType::f16) t = round_f16(t);
+    Tensor dd = randn({N, C}, seed++), bias = randn({C}, seed++), scale = randn({N, C}, seed++);
+    Tensor noise = randn({k.per_sample ? N : 1, H, H}, seed++);
+    const float strength = -0.4f, gain = static_cast<float>(std::sqrt(2.0)), clamp = 3.0f;
+    ref::Upfirdn2dArgs ua;
+    ua.pad_x0 = ua.pad_x1 = ua.pad_y0 = ua.pad_y1 = 1;
+    ua.gain = 4.0f;
+    Tensor u = ref::upfirdn2d(t, filter, 4, 4, ua);
+    ASSERT_EQ(u.dim(2), H);
+    for (int n = 0; n < N; ++n)
+      for (int c = 0; c < C; ++c)
+        for (int p = 0; p < H * H; ++p) {
+          float& v = u[(int64_t(n) * C + c) * H * H + p];
+          v = v * dd[int64_t(n) * C + c] + noise[(k.per_sample ? int64_t(n) * H * H : 0) + p] * strength;
+        }
+    Tensor v = ref::bias_act(u, &bias, 1, ref::Activation::lrelu, {}, gain, clamp);
+    Tensor out = v;
+    for (int n = 0; n < N; ++n)
+      for (int c = 0; c < C; ++c)
+        for (int p = 0; p < H * H; ++p) out[(int64_t(n) * C + c) * H * H + p] *= scale[int64_t(n) * C + c];
+    auto d_t = to_device(to_nhwc(t), k.in), d_dd = to_device(dd), d_b = to_device(bias), d_sc = to_device(scale);
+    auto d_noise = to_device(noise), d_f = to_device(filter);
+    auto d_out = poisoned(size_t(N) * C * H * H, k.out), d_raw = poisoned(size_t(N) * C * H * H, k.out);
+    cuda::UpEpilogueArgs a;
+    a.N = N;
+    a.H = a.W = H;
+    a.C = C;
+    a.TH = a.TW = TH;
+    a.pad0 = 1;
+    a.t_dtype = k.in;
+    a.t = d_t.get();
+    a.filter = d_f.as<float>();
+    a.fsize = 4;
+    a.dd = d_dd.as<float>();
+    a.dd_stride = C;
+    a.noise = d_noise.as<float>();
+    a.noise_stride_n = k.per_sample ? int64_t(H) * H : 0;
+    a.noise_strength = strength;
+    a.bias = d_b.as<float>();
+    a.gain = gain;
+    a.clamp = clamp;
+    a.out_dtype = k.out;
+    a.out = d_out.get();
+    a.out_scale = d_sc.as<float>();
+    a.out_scale_stride = C;
+    a.raw = d_raw.get();
+    cuda::upconv_epilogue(a, nullptr);
+    const std::string label = "upconv N=" + std::to_string(N) + " C=" + std::to_string(C) + " H=" + std::to_string(H) +
+                              " " + dt_name(k.in) + "->" + dt_name(k.out);
+    const double tol = k.out == DType::f16 ? 2e-3 : 1e-6;
+    EXPECT_TRUE(near_rel(to_nchw(from_device(d_out.get(), {N, H, H, C}, k.out)), out, tol, label + " out"));
+    EXPECT_TRUE(near_rel(to_nchw(from_device(d_raw.get(), {N, H, H, C}, k.out)), v, tol, label + " raw"));
+  }
+}
+
+TEST(GpuKernels, Upsample2dAndConstInputMatchReference) {
+  SG2_REQUIRE_GPU();
+  const std::vector<float> filter = make_filter2d({1, 3, 3, 1});
+  auto d_f = to_device(filter);
+  for (DType dt : {DType::f32, DType::f16}) {
+    Tensor x = randn({2, 5, 4, 8}, 11);
+    if (dt == DType::f16) x = round_f16(x);
+    Tensor ref = ref::upsample2d(x, filter, 4);
+    for (auto& v : ref.vec()) v = v * 0.7f;
+    auto d_x = to_device(to_nhwc(x), dt);
+    auto d_y = poisoned(size_t(2) * 5 * 8 * 16);
+    cuda::upsample2d_nhwc(d_x.get(), dt, 2, 4, 8, 5, d_f.as<float>(), 4, 0.7f, d_y.as<float>(), nullptr);
+    EXPECT_TRUE(near_rel(to_nchw(from_device(d_y.get(), {2, 8, 16, 5})), ref, 1e-6, std::string("upsample2d ") + dt_name(dt)));
+  }
+  Tensor k = randn({13, 4, 4}, 12), s = randn({3, 16}, 13);
+  Tensor ref({3, 13, 4, 4});
+  for (int n = 0; n < 3; ++n)
+    for (int c = 0; c < 13; ++c)
+      for (int p = 0; p < 16; ++p) ref[(int64_t(n) * 13 + c) * 16 + p] = k[int64_t(c) * 16 + p] * s[int64_t(n) * 16 + c];
+  auto d_k = to_device(k), d_s = to_device(s);
+  auto d_o = poisoned(3 * 13 * 16);
+  cuda::modulate_const(d_k.as<float>(), 13, 4, 4, d_s.as<float>(), 16, 3, DType::f32, d_o.get(), nullptr);
+  EXPECT_TRUE(near_rel(to_nchw(from_device(d_o.get(), {3, 4, 4, 13})), ref, 0.0, "modulate_const"));
+}
+
+// --- convolutions (direct kernel and cuDNN) ------------------------------------------------
+
+namespace {
+
+struct ConvCase {
+  int N, H, Cin, Cout, k;
+  bool transposed;
+};
+
+/// conv on the device vs the CPU reference. weight [Cout, Cin, k, k] (PyTorch order).
+enum class ConvImpl { direct, cudnn, simt };
+
+void check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl impl, uint32_t seed) {
+  Tensor x = randn({c.N, c.Cin, c.H, c.H}, seed), w = randn({c.Cout, c.Cin, c.k, c.k}, seed + 1, 0.2f);
+  if (dt == DType::f16) {
+    x = round_f16(x);
+    w = round_f16(w);
+  }
+  Tensor ref = c.transposed ? ref::conv_transpose2d_stride2(x, w, false)
+                            : ref::conv2d(x, w, c.k / 2, true);
+  // device filter layouts: forward [Cout, k, k, Cin]; transposed [Cin, k, k, Cout]
+  Tensor wd({c.transposed ? c.Cin : c.Cout, c.k, c.k, c.transposed ? c.Cout : c.Cin});
+  for (int o = 0; o < c.Cout; ++o)
+    for (int i = 0; i < c.Cin; ++i)
+      for (int kk = 0; kk < c.k * c.k; ++kk) {
+        const float v = w[(int64_t(o) * c.Cin + i) * c.k * c.k + kk];
+        if (c.transposed) wd[(int64_t(i) * c.k * c.k + kk) * c.Cout + o] = v;
+        else wd[(int64_t(o) * c.k * c.k + kk) * c.Cin + i] = v;
+      }
+  auto d_x = to_device(to_nhwc(x), dt), d_w = to_device(wd, dt);
+  const int OH = static_cast<int>(ref.dim(2));
+  auto d_y = poisoned(size_t(c.N) * c.Cout * OH * OH, dt);
+  std::string how;
+  if (impl == ConvImpl::simt) {
+    cuda::SimtConvArgs a;
+    a.N = c.N;
+    a.H = a.W = c.H;
+    a.Cin = c.Cin;
+    a.Cout = c.Cout;
+    a.transposed = c.transposed;
+    a.x = d_x.as<float>();
+    a.w = d_w.as<float>();
+    a.y = d_y.as<float>();
+    ASSERT_TRUE(cuda::conv2d_simt_supports(a));
+    cuda::conv2d_simt(a, nullptr);
+    how = "simt";
+  } else if (impl == ConvImpl::cudnn) {
+    cuda::Stream stream;
+    cuda::CudnnHandle h(stream.get());
+    cuda::ConvShape s;
+    s.N = c.N;
+    s.H = s.W = c.H;
+    s.Cin = c.Cin;
+    s.Cout = c.Cout;
+    s.k = c.k;
+    s.pad = c.transposed ? 0 : c.k / 2;
+    s.transposed = c.transposed;
+    s.dtype = dt;
+    cuda::CudnnConv conv(h.get(), s, math, size_t(256) << 20);
+    cuda::DeviceBuffer ws(std::max<size_t>(conv.max_candidate_workspace(), 1), nullptr);
+    conv.select(d_x.get(), d_w.get(), d_y.get(), ws.get(), ws.bytes(), stream.get());
+    SG2_CUDA_CHECK(cudaMemset(d_y.get(), 0xff, d_y.bytes()));
+    conv.run(d_x.get(), d_w.get(), d_y.get(), ws.get(), ws.bytes(), stream.get());
+    stream.sync();
+    how = conv.describe();
+    std::cout << "  conv " << (c.transposed ? "transposed " : "forward ") << c.N << "x" << c.H << " " << c.Cin << "->"
+              << c.Cout << " k" << c.k << " " << dt_name(dt) << ": " << how << "\n";
+  } else {
+    cuda::Conv2dArgs a;
+    a.N = c.N;
+    a.H = a.W = c.H;
+    a.Cin = c.Cin;
+    a.Cout = c.Cout;
+    a.k = c.k;
+    a.pad = c.k / 2;
+    a.transposed = c.transposed;
+    a.dtype = dt;
+    a.x = d_x.get();
+    a.w = d_w.get();
+    a.y = d_y.get();
+    cuda::conv2d_direct(a, nullptr);
+    how = "direct";
+  }
+  // fp32: summation order only; tf32: 10-bit significand operands; fp16: output rounding
+  const double tol = math == cuda::ConvMath::fp32_strict ? 2e-5 : 4e-3;
+  EXPECT_TRUE(near_rel(to_nchw(from_device(d_y.get(), {c.N, OH, OH, c.Cout}, dt)), ref, tol,
+                       std::string(c.transposed ? "transposed" : "forward") + " N=" + std::to_string(c.N) + " H=" +
+                           std::to_string(c.H) + " " + std::to_string(c.Cin) + "->" + std::to_string(c.Cout) + " k=" +
+                           std::to_string(c.k) + " " + dt_name(dt) + " via " + how));
+}
+
+const ConvCase kConvCases[] = {{1, 4, 3, 5, 3, false},  {3, 8, 13, 7, 3, false},  {2, 16, 32, 32, 3, false},
+                               {1, 4, 5, 3, 3, true},   {3, 8, 16, 13, 3, true},  {2, 16, 64, 32, 3, true},
+                               {2, 8, 24, 40, 1, false}, {1, 32, 64, 64, 3, false}, {1, 32, 64, 32, 3, true}};
+// shapes the SIMT fp32 kernel takes (Cin % 8, Cout % 32): partial tiles, both channel tilings
+const ConvCase kSimtCases[] = {{2, 16, 32, 32, 3, false}, {2, 16, 64, 32, 3, true},  {1, 32, 64, 64, 3, false},
+                               {1, 32, 64, 32, 3, true},  {3, 8, 24, 96, 3, false},  {5, 8, 16, 32, 3, true},
+                               {2, 4, 8, 64, 3, true},    {1, 4, 512, 128, 3, false}, {3, 64, 32, 32, 3, true}};
+
+}  // namespace
+
+TEST(GpuKernels, DirectConvMatchesReference) {
+  SG2_REQUIRE_GPU();
+  uint32_t seed = 500;
+  for (const ConvCase& c : kConvCases) {
+    check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::direct, seed += 2);
+    check_conv(c, DType::f16, cuda::ConvMath::fp16, ConvImpl::direct, seed += 2);
+  }
+}
+
+TEST(GpuKernels, CudnnConvMatchesReference) {
+  SG2_REQUIRE_GPU();
+  uint32_t seed = 700;
+  for (const ConvCase& c : kConvCases) {
+    check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::cudnn, seed += 2);
+    check_conv(c, DType::f32, cuda::ConvMath::tf32, ConvImpl::cudnn, seed += 2);
+    check_conv(c, DType::f16, cuda::ConvMath::fp16, ConvImpl::cudnn, seed += 2);
+  }
+}
+
+TEST(GpuKernels, SimtFp32ConvMatchesReference) {
+  SG2_REQUIRE_GPU();
+  uint32_t seed = 900;
+  for (const ConvCase& c : kSimtCases) check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::simt, seed += 2);
+}
