@@ -24,12 +24,6 @@
 #include "sg2/model.h"
 #include "sg2/random_model.h"
 
-// Until the checkpoint loaders are merged, load_model() may be declared but not defined: a weak
-// reference keeps `sg2` linking (model files still load through load_model_file).
-namespace sg2 {
-Model load_model(const std::string& path) __attribute__((weak));
-}
-
 namespace {
 
 using namespace sg2;
@@ -105,12 +99,7 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-Model load_network(const std::string& path) {
-  if (is_model_file(path)) return load_model_file(path);
-  if (&sg2::load_model == nullptr)
-    fail(ErrorKind::unsupported, path, ": this build reads only sg2 model files. HINT: convert it with `sg2 convert`");
-  return sg2::load_model(path);
-}
+Model load_network(const std::string& path) { return load_model(path); }
 
 int run_bench(int argc, char** argv) {
   cxxopts::Options opts("sg2 bench", "GPU throughput, latency, memory and accuracy of the generator");

@@ -1,7 +1,7 @@
 // sg2 GPU tests: the CUDA backend in fp32 against the official goldens — every fixture case of
 // tests/data/fixtures (img_s{seed}_psi{psi}_{const|none}.npy from z_s{seed}.npy and c_s{seed}.npy)
 // and the bundled digits32 model (models/digits32/manifest.json), max |diff| <= 1e-4. Cases whose
-// checkpoint cannot be loaded by this build (load_model) are skipped with the reason. The reduced
+// checkpoint cannot be loaded fail the test. The reduced
 // precisions on digits32 are measured against sg2's own fp32 and printed.
 #include <gtest/gtest.h>
 
@@ -21,18 +21,9 @@ using namespace sg2;
 using namespace sg2::gputest;
 namespace fs = std::filesystem;
 
-// Until the checkpoint loaders are merged, load_model() is declared but not defined: a weak
-// reference lets this file link either way (null = not available, the tests skip).
-namespace sg2 {
-Model load_model(const std::string& path) __attribute__((weak));
-}
-
 namespace {
 
-Model load_or_throw(const std::string& path) {
-  if (&sg2::load_model == nullptr) fail(ErrorKind::unsupported, "load_model is not part of this build yet");
-  return sg2::load_model(path);
-}
+Model load_or_throw(const std::string& path) { return sg2::load_model(path); }
 
 GeneratorOptions gpu_opts(Precision p = Precision::fp32) {
   GeneratorOptions o;
@@ -60,7 +51,7 @@ int check_case(const fs::path& dir, const std::string& model_file, const std::st
   try {
     model = load_or_throw((dir / model_file).string());
   } catch (const Error& e) {
-    std::cout << "  " << name << ": skipped, load_model: " << e.what() << "\n";
+    ADD_FAILURE() << name << ": load_model failed: " << e.what();
     return -1;
   }
   Generator g(model, gpu_opts());
@@ -117,7 +108,8 @@ TEST(GpuGoldens, FixturesMatchInFp32) {
     }
   }
   std::cout << "  compared " << compared << " golden images; " << skipped << " cases skipped\n";
-  if (compared == 0) GTEST_SKIP() << "no golden case could be loaded by this build (load_model)";
+  EXPECT_EQ(skipped, 0) << "every golden case must load";
+  EXPECT_GT(compared, 100) << "golden images compared";
 }
 
 TEST(GpuGoldens, Digits32MatchesInFp32AndReducedPrecisionsAreClose) {
@@ -129,7 +121,7 @@ TEST(GpuGoldens, Digits32MatchesInFp32AndReducedPrecisionsAreClose) {
   try {
     model = load_or_throw((dir / man["model_file"].get<std::string>()).string());
   } catch (const Error& e) {
-    GTEST_SKIP() << "load_model cannot read digits32 in this build: " << e.what();
+    FAIL() << "load_model cannot read digits32: " << e.what();
   }
   Generator g(model, gpu_opts());
   for (const auto& gd : man["goldens"]) {
