@@ -540,7 +540,8 @@ const ConvCase kConvCases[] = {{1, 4, 3, 5, 3, false},  {3, 8, 13, 7, 3, false},
 // shapes the SIMT fp32 kernel takes (Cin % 8, Cout % 32): partial tiles, both channel tilings
 const ConvCase kSimtCases[] = {{2, 16, 32, 32, 3, false}, {2, 16, 64, 32, 3, true},  {1, 32, 64, 64, 3, false},
                                {1, 32, 64, 32, 3, true},  {3, 8, 24, 96, 3, false},  {5, 8, 16, 32, 3, true},
-                               {2, 4, 8, 64, 3, true},    {1, 4, 512, 128, 3, false}, {3, 64, 32, 32, 3, true}};
+                               {2, 4, 8, 64, 3, true},    {1, 4, 512, 128, 3, false}, {3, 64, 32, 32, 3, true},
+                               {3, 5, 16, 128, 3, true},  {2, 7, 8, 256, 3, false},   {1, 3, 24, 384, 3, true}};
 
 }  // namespace
 
