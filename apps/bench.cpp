@@ -28,7 +28,7 @@ namespace {
 
 using namespace sg2;
 
-// Per-image roofline floors on an H200 in microseconds, from ../shared/tools/cost_model.py
+// Per-image roofline floors on an H200 in microseconds, from tools/cost_model.py
 // (layer-by-layer floor "floor_lw"; auto = fp16 in the top four resolutions, fp32 below),
 // at batch 1 and at batch >= 8 (32).
 struct Floor {

@@ -115,6 +115,12 @@ std::vector<int> parse_index_list(const std::string& what, const std::string& te
   return out;
 }
 
+void check_grid_size(const GridShape& g) {
+  if (int64_t(g.cols) * g.rows > 65536)
+    fail(ErrorKind::invalid_argument, "--grid ", g.cols, "x", g.rows, " has ", int64_t(g.cols) * g.rows,
+         " cells; a grid holds at most 65536 images");
+}
+
 GridShape parse_grid(const std::string& text) {
   const size_t x = text.find_first_of("xX");
   if (x == std::string::npos)

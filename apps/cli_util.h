@@ -55,6 +55,8 @@ struct GridShape {
   int cols = 0, rows = 0;
 };
 GridShape parse_grid(const std::string& text);
+/// Refuses a grid whose cell count is absurd (more than 65536 cells) before any work is done.
+void check_grid_size(const GridShape& g);
 
 // --- model, device, batch ------------------------------------------------------------------
 

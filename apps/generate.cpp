@@ -7,6 +7,7 @@
 // the const noise maps are redrawn from the seed's RandomState after z. --ws feeds [N, w_dim] or
 // [N, num_ws, w_dim] latents straight into synthesis, like generate.py --projected-w (no
 // truncation), naming the outputs ws0000.png, ... by row.
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -23,6 +24,9 @@ namespace {
 /// Reads --ws and returns it as ws [N, num_ws, w_dim] for `cfg` (W rows are broadcast).
 Tensor read_ws(const std::string& path, const ModelConfig& cfg) {
   Tensor t = read_npy_tensor(path);
+  if (t.ndim() >= 1 && t.dim(0) == 0) fail(ErrorKind::bad_file, "--ws ", path, ": has no rows (shape ", t.shape_str(), ")");
+  for (float v : t.vec())
+    if (!std::isfinite(v)) fail(ErrorKind::bad_file, "--ws ", path, ": contains NaN or infinite values");
   if (t.ndim() == 2 && t.dim(1) == cfg.w_dim) {
     Tensor ws({t.dim(0), cfg.num_ws, cfg.w_dim});
     for (int64_t n = 0; n < t.dim(0); ++n)
@@ -100,7 +104,15 @@ int run_generate(int argc, char** argv) {
   const bool quiet = has(args, "quiet");
   const GeneratorOptions gen_options = generator_options(args);
   Tensor ws_input;
-  if (from_ws) ws_input = read_npy_tensor(get(args, "ws"));  // file errors before the model load
+  if (from_ws) {  // file errors before the model load
+    try {
+      ws_input = read_npy_tensor(get(args, "ws"));
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::invalid_argument) throw;
+      fail(ErrorKind::bad_file, "--ws ", get(args, "ws"), ": ", e.what());  // e.g. an absurd shape
+    }
+  }
+  if (grid) check_grid_size(*grid);
   if (grid && !from_ws && static_cast<int64_t>(seeds.size()) > int64_t(grid->cols) * grid->rows)
     fail(ErrorKind::invalid_argument, "--grid ", grid->cols, "x", grid->rows, " has ", grid->cols * grid->rows,
          " cells for ", seeds.size(), " images");

@@ -6,6 +6,7 @@
 // torch.lerp; --space z slerps the latents z and maps each frame. The noise is the same for every
 // frame (const by default; random uses one fixed map set from --noise-seed), so only the latent
 // moves. Frames are frame00000.png, ...; the video is interpolation.mp4.
+#include <filesystem>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -18,6 +19,20 @@
 
 namespace sg2::cli {
 namespace {
+
+/// A path as ffmpeg must be given it to read it literally: absolute, with the "file:" protocol;
+/// for the input frames (an image2 pattern) every '%' is doubled and the placeholder %%%FRAME%%%
+/// becomes the frame%05d.png pattern.
+std::string ffmpeg_path(const std::string& path, bool frames = true) {
+  std::string abs = std::filesystem::absolute(path).string(), out = "file:";
+  for (char ch : abs) out += ch == '%' && frames ? std::string("%%") : std::string(1, ch);
+  if (frames) {
+    const std::string mark = "%%%%%%FRAME%%%%%%";
+    const size_t p = out.find(mark);
+    if (p != std::string::npos) out.replace(p, mark.size(), "frame%05d.png");
+  }
+  return out;
+}
 
 /// Spherical interpolation of two vectors (falls back to lerp when they are nearly parallel).
 void slerp(const float* a, const float* b, float* out, int n, double t) {
@@ -140,10 +155,12 @@ int run_interpolate(int argc, char** argv) {
       std::string log;
       // Scale up small images (nearest neighbour) so players show them; even sizes for yuv420p.
       const int side = cfg.img_resolution < 256 ? 256 / cfg.img_resolution * cfg.img_resolution : cfg.img_resolution;
+      // ffmpeg reads paths as URLs and patterns: absolute, with the file: protocol, '%' escaped,
+      // so folder names like "-y", "pipe:1" or "100%d" stay plain paths.
       const int rc = run_process({ffmpeg, "-y", "-loglevel", "error", "-framerate", std::to_string(fps), "-i",
-                                  out.file("frame%05d.png"), "-vf",
+                                  ffmpeg_path(out.file("%%%FRAME%%%")), "-vf",
                                   "scale=" + std::to_string(side) + ":" + std::to_string(side) + ":flags=neighbor",
-                                  "-c:v", "libx264", "-pix_fmt", "yuv420p", "-f", "mp4", tmp},
+                                  "-c:v", "libx264", "-pix_fmt", "yuv420p", "-f", "mp4", ffmpeg_path(tmp, false)},
                                  &log);
       if (rc != 0 || std::rename(tmp.c_str(), out.file("interpolation.mp4").c_str()) != 0) {
         std::remove(tmp.c_str());

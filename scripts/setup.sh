@@ -4,17 +4,20 @@
 set -euo pipefail
 
 packages=(cmake g++ ninja-build pkg-config libcxxopts-dev nlohmann-json3-dev libstb-dev libgtest-dev)
-if [[ "${SG2_WITH_FUZZ:-1}" == "1" ]]; then packages+=(clang libclang-rt-14-dev); fi
+optional=()  # installed when the distribution has them
+if [[ "${SG2_WITH_FUZZ:-1}" == "1" ]]; then
+  packages+=(clang)
+  optional+=(libclang-rt-14-dev)  # libFuzzer's runtime on Debian 12 (part of clang elsewhere)
+fi
 
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
-for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
-done
+for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
+missing_optional=()
+for p in "${optional[@]}"; do installed "$p" || missing_optional+=("$p"); done
 
-if (( ${#missing[@]} )); then
-  echo "sg2 setup: installing ${missing[*]}"
+if (( ${#missing[@]} + ${#missing_optional[@]} )); then
+  echo "sg2 setup: installing ${missing[*]} ${missing_optional[*]}"
   sudo_cmd=()
   if [[ $(id -u) -ne 0 ]]; then
     if command -v sudo >/dev/null; then sudo_cmd=(sudo); else
@@ -23,6 +26,9 @@ if (( ${#missing[@]} )); then
   fi
   export DEBIAN_FRONTEND=noninteractive
   "${sudo_cmd[@]}" apt-get update -q
+  for p in "${missing_optional[@]}"; do
+    if apt-cache show "$p" >/dev/null 2>&1; then missing+=("$p"); fi
+  done
   "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 else
   echo "sg2 setup: all build dependencies are installed"

@@ -65,11 +65,14 @@ sg2::NoiseMode noise_of(sg2_noise_mode m) {
     case SG2_NOISE_CONST: return sg2::NoiseMode::const_;
     case SG2_NOISE_RANDOM: return sg2::NoiseMode::random;
     case SG2_NOISE_NONE: return sg2::NoiseMode::none;
+    default: break;
   }
   sg2::fail(sg2::ErrorKind::invalid_argument, "unknown noise mode ", static_cast<int>(m));
 }
 
-void copy_out(const sg2::Tensor& t, float* out) { std::memcpy(out, t.data(), sizeof(float) * static_cast<size_t>(t.numel())); }
+void copy_out(const sg2::Tensor& t, float* out) {
+  if (t.numel() > 0) std::memcpy(out, t.data(), sizeof(float) * static_cast<size_t>(t.numel()));
+}
 
 }  // namespace
 

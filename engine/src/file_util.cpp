@@ -20,7 +20,8 @@ std::string errno_text() { return std::strerror(errno); }
 }  // namespace
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO with no writer must not hang; only regular files are read.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail(ErrorKind::io, path, ": cannot open: ", errno_text());
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -30,6 +31,10 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   if (S_ISDIR(st.st_mode)) {
     ::close(fd);
     fail(ErrorKind::io, path, ": is a directory, not a file");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(ErrorKind::io, path, ": not a regular file (a device, pipe or socket cannot be read as a file)");
   }
   size_ = static_cast<size_t>(st.st_size);
   if (size_ > 0) {

@@ -134,21 +134,29 @@ Generator::~Generator() = default;
 Generator::Generator(Generator&&) noexcept = default;
 Generator& Generator::operator=(Generator&&) noexcept = default;
 
-const Model& Generator::model() const { return impl_->model; }
-const ModelConfig& Generator::config() const { return impl_->model.config; }
-Device Generator::device() const { return impl_->device; }
-Precision Generator::precision() const { return impl_->options.precision; }
-Backend& Generator::backend() { return *impl_->backend; }
+namespace {
+template <typename T>
+T& live(const std::unique_ptr<T>& impl) {
+  if (!impl) fail(ErrorKind::invalid_argument, "this sg2::Generator was moved from; use the one it was moved to");
+  return *impl;
+}
+}  // namespace
+
+const Model& Generator::model() const { return live(impl_).model; }
+const ModelConfig& Generator::config() const { return live(impl_).model.config; }
+Device Generator::device() const { return live(impl_).device; }
+Precision Generator::precision() const { return live(impl_).options.precision; }
+Backend& Generator::backend() { return *live(impl_).backend; }
 
 Tensor Generator::map(const Tensor& z, const Tensor& c, const Truncation& trunc) {
-  const ModelConfig& cfg = config();
+  const ModelConfig& cfg = config();  // throws on a moved-from Generator
   if (z.ndim() != 2 || z.dim(1) != cfg.z_dim)
     fail(ErrorKind::invalid_argument, "z must be [N, ", cfg.z_dim, "] for this model, got ", z.shape_str());
   const int64_t N = z.dim(0);
   if (cfg.c_dim > 0) {
     if (c.empty())
       fail(ErrorKind::invalid_argument, "this model is conditional (c_dim ", cfg.c_dim,
-           "): a class label is required. HINT: pass --class K with K in [0, ", cfg.c_dim - 1, "]");
+           "): a class label is required, one of 0..", cfg.c_dim - 1, " (CLI: --class K)");
     if (c.ndim() != 2 || c.dim(0) != N || c.dim(1) != cfg.c_dim)
       fail(ErrorKind::invalid_argument, "c must be [", N, ", ", cfg.c_dim, "], got ", c.shape_str());
   } else if (!c.empty() && !(c.ndim() == 2 && c.dim(1) == 0)) {
@@ -227,10 +235,8 @@ Tensor z_from_seeds(const std::vector<uint32_t>& seeds, int z_dim) {
 }
 
 Tensor one_hot(const std::vector<int>& classes, int c_dim) {
-  if (c_dim == 0) {
-    if (!classes.empty()) fail(ErrorKind::invalid_argument, "this model is unconditional: it takes no class label");
-    return Tensor();
-  }
+  if (c_dim == 0) return Tensor();  // unconditional: no label, whatever the classes
+  if (c_dim < 0) fail(ErrorKind::invalid_argument, "c_dim ", c_dim);
   Tensor c({static_cast<int64_t>(classes.size()), c_dim});
   for (size_t n = 0; n < classes.size(); ++n) {
     if (classes[n] < 0 || classes[n] >= c_dim)

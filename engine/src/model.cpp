@@ -213,6 +213,11 @@ namespace {
 template <typename T>
 T get_field(const json& j, const char* key, const std::string& what, const char* where) {
   if (!j.is_object() || !j.contains(key)) fail(ErrorKind::bad_file, what, ": model config has no '", where, key, "'");
+  if constexpr (std::is_same_v<T, int>) {  // no silent wrap-around of large numbers
+    const json& v = j.at(key);
+    if (!v.is_number_integer() || v.get<int64_t>() < -(int64_t(1) << 30) || v.get<int64_t>() > (int64_t(1) << 30))
+      fail(ErrorKind::bad_file, what, ": model config field '", where, key, "' is not an integer in range: ", v.dump());
+  }
   try {
     return j.at(key).get<T>();
   } catch (const json::exception&) {

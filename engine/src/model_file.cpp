@@ -1,4 +1,6 @@
 // sg2: the model file — safetensors with sg2 metadata (model.h; design.md §5).
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -25,6 +27,8 @@ size_t dtype_bytes(const std::string& dt) {
 }  // namespace
 
 bool is_model_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;  // never block on a FIFO
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return false;
   uint8_t head[9];

@@ -115,7 +115,7 @@ Tensor read_npy_tensor(const std::string& path) {
   std::vector<float> v(static_cast<size_t>(count));
   const std::string& t = a.dtype;
   if (t == "<f4" || t == "=f4") {
-    std::memcpy(v.data(), a.bytes.data(), v.size() * 4);
+    if (!v.empty()) std::memcpy(v.data(), a.bytes.data(), v.size() * 4);
   } else if (t == "<f8" || t == "=f8") {
     for (int64_t i = 0; i < count; ++i) {
       double x;
@@ -135,7 +135,7 @@ std::vector<double> read_npy_f64(const std::string& path, std::vector<int64_t>* 
   int64_t count = Tensor::numel_of(a.shape);
   std::vector<double> v(static_cast<size_t>(count));
   if (a.dtype == "<f8" || a.dtype == "=f8") {
-    std::memcpy(v.data(), a.bytes.data(), v.size() * 8);
+    if (!v.empty()) std::memcpy(v.data(), a.bytes.data(), v.size() * 8);
   } else if (a.dtype == "<f4" || a.dtype == "=f4") {
     for (int64_t i = 0; i < count; ++i) {
       float x;

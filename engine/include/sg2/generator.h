@@ -131,7 +131,8 @@ class Generator {
 Tensor z_from_seed(uint32_t seed, int z_dim);
 /// Rows of z_from_seed for each seed: [N, z_dim].
 Tensor z_from_seeds(const std::vector<uint32_t>& seeds, int z_dim);
-/// One-hot labels [N, c_dim] (c[n, classes[n]] = 1); empty tensor when c_dim = 0.
+/// One-hot labels [N, c_dim] (c[n, classes[n]] = 1); an empty tensor when c_dim = 0 (the
+/// classes are then ignored, so one call serves conditional and unconditional models).
 /// Throws Error(invalid_argument) for a class outside [0, c_dim).
 Tensor one_hot(const std::vector<int>& classes, int c_dim);
 /// The TF run_generator convention (spec §8.2): rnd = RandomState(seed); z = rnd.randn(1, z_dim);

@@ -18,8 +18,9 @@ __global__ void probe_kernel(int* p) {
 }
 
 #ifdef __CUDA_ARCH_LIST__
-#define SG2_STR2(x) #x
-#define SG2_STR(x) SG2_STR2(x)
+// __CUDA_ARCH_LIST__ is a comma-separated list ("800,860,890,900"): stringify it variadically.
+#define SG2_STR2(...) #__VA_ARGS__
+#define SG2_STR(...) SG2_STR2(__VA_ARGS__)
 const char* kArchList = SG2_STR(__CUDA_ARCH_LIST__);
 #else
 const char* kArchList = "?";
