@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "backend.h"
+#include "cli_util.h"
 #include "commands.h"
 #include "cuda/device_bench.h"
 #include "sg2/error.h"
@@ -102,7 +103,7 @@ std::string fmt(const char* f, double v) {
 Model load_network(const std::string& path) { return load_model(path); }
 
 int run_bench(int argc, char** argv) {
-  cxxopts::Options opts("sg2 bench", "GPU throughput, latency, memory and accuracy of the generator");
+  cxxopts::Options opts = cli::make_options("bench", "GPU throughput, latency, memory and accuracy of the generator");
   opts.add_options()
       ("config", "named configuration with seeded random weights: ffhq1024-f, paper512, paper256",
        cxxopts::value<std::string>())
@@ -120,14 +121,19 @@ int run_bench(int argc, char** argv) {
        cxxopts::value<int>()->default_value("0"))
       ("verbose", "print the convolution algorithms chosen")
       ("json", "print the results as JSON")
-      ("h,help", "this help");
-  auto args = opts.parse(argc, argv);
-  if (args.count("help")) {
-    std::cout << opts.help() << "\n";
-    return 0;
-  }
+      ("q,quiet", "no progress lines on stderr");
+  auto args = cli::parse(opts, argc, argv);
+  if (cli::print_help_if_asked(opts, args)) return 0;
   if (args.count("config") == args.count("network"))
     fail(ErrorKind::invalid_argument, "give exactly one of --config NAME or --network FILE");
+  const Device device = Device::parse(args["device"].as<std::string>());
+  if (device.kind != Device::Kind::cuda)
+    fail(ErrorKind::invalid_argument, "sg2 bench times the CUDA backend: use --device cuda or cuda:N");
+  std::string why;
+  if (!cuda_available(&why)) fail(ErrorKind::device, "sg2 bench needs a usable GPU: ", why);
+  if (args["iters"].as<int>() < 1) fail(ErrorKind::invalid_argument, "--iters must be >= 1");
+  if (args["warmup"].as<int>() < 0) fail(ErrorKind::invalid_argument, "--warmup must be >= 0");
+  const bool quiet = args.count("quiet") > 0;
   const uint64_t seed = args["seed"].as<uint64_t>();
   std::string label;
   Model model;
@@ -140,9 +146,6 @@ int run_bench(int argc, char** argv) {
     label = args["network"].as<std::string>();
     model = load_network(label);
   }
-  const Device device = Device::parse(args["device"].as<std::string>());
-  if (device.kind != Device::Kind::cuda)
-    fail(ErrorKind::invalid_argument, "sg2 bench times the CUDA backend: use --device cuda or cuda:N");
   std::vector<Precision> precisions;
   for (const std::string& p : split(args["precision"].as<std::string>())) precisions.push_back(parse_precision(p));
   const std::vector<int> batches = parse_int_list(args["batch"].as<std::string>(), "batch size");
@@ -229,7 +232,7 @@ int run_bench(int argc, char** argv) {
                     r.output_finite && r.output_mean_abs > 0 ? (r.graph ? "" : "  (no CUDA graph)")
                                                              : "  (OUTPUT NOT FINITE OR ZERO)");
       table << line;
-      if (!as_json) std::cerr << line << std::flush;  // progress
+      if (!as_json && !quiet) std::cerr << line << std::flush;  // progress
       if (verbose && !as_json)
         for (const std::string& a : r.conv_algorithms) std::cerr << "    " << a << "\n";
       if (!r.graph && !as_json) std::cerr << "    CUDA graph capture failed: " << r.graph_error << "\n";

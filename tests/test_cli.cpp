@@ -1,6 +1,9 @@
 // The sg2 CLI end to end on the CPU backend with small random model files: help, generate's
 // options against the C++ API, and every documented error path (exit status + message).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cmath>
 
 #include "sg2/generator.h"
 #include "sg2/image.h"
@@ -183,6 +186,10 @@ TEST(Cli, GenerateErrorPaths) {
     std::string message;
   };
   const std::string out = dir + "/out";
+  const int w_dim = sg2::load_model_file(model).config.w_dim;
+  sg2::write_npy(dir + "/nan_ws.npy", sg2::Tensor({1, w_dim}, std::nanf("")));
+  sg2::write_npy(dir + "/empty_ws.npy", sg2::Tensor({0, w_dim}));
+  ASSERT_EQ(::mkfifo((dir + "/fifo.pkl").c_str(), 0644), 0);
   const std::vector<Case> cases = {
       {{"--seeds", "4294967296"}, 2, "seed 4294967296 is out of range"},
       {{"--seeds", "-1"}, 2, "seeds"},
@@ -209,6 +216,10 @@ TEST(Cli, GenerateErrorPaths) {
       {{"--seeds", "1", "--device", "cpu", "--precision", "fp16"}, 2, "fp16"},
       {{"--ws", dir + "/missing.npy"}, 1, "missing.npy"},
       {{"--seeds", "1", "--network", dir + "/missing.pkl"}, 1, "missing.pkl"},
+      {{"--seeds", "1", "--network", dir + "/fifo.pkl"}, 1, "fifo.pkl: not a regular file"},
+      {{"--ws", dir + "/nan_ws.npy"}, 1, "nan_ws.npy: contains NaN or infinite values"},
+      {{"--ws", dir + "/empty_ws.npy"}, 1, "empty_ws.npy: has no rows"},
+      {{"--seeds", "1", "--grid", "4096x4096"}, 2, "a grid holds at most 65536 images"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"generate", "--outdir", out};

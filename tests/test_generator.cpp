@@ -163,6 +163,17 @@ TEST(Generator, DumpsEveryLayerOfTheFirstBatch) {
   EXPECT_EQ(read_npy_tensor(dir + "/b16_img.npy").vec(), img.vec());
 }
 
+TEST(Generator, MovedFromGeneratorThrowsAndOneHotIsEmptyForUnconditional) {
+  Generator a(small_model(), cpu());
+  Generator b(std::move(a));
+  std::string msg;
+  EXPECT_EQ(kind_of([&] { a.map(z_from_seeds({1}, 8), Tensor()); }, &msg), ErrorKind::invalid_argument);
+  EXPECT_NE(msg.find("moved from"), std::string::npos) << msg;
+  EXPECT_EQ(kind_of([&] { a.config(); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(b.map(z_from_seeds({1}, 8), one_hot({7}, 0)).dim(0), 1);  // one_hot(..., 0) is empty
+  EXPECT_TRUE(one_hot({7, 7}, 0).empty());
+}
+
 TEST(Generator, DeviceAndEnumParsing) {
   EXPECT_EQ(Device::parse("cpu").str(), "cpu");
   EXPECT_EQ(Device::parse("cuda").str(), "cuda:0");

@@ -1,5 +1,6 @@
 // The model file (design.md §5): round trip, and every validation error at once.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <cstring>
@@ -200,6 +201,20 @@ TEST(ModelFile, MetadataErrors) {
     raw.header["__metadata__"]["config"] = cfg.dump();
     raw.write(dir + "/nws.safetensors");
     EXPECT_NE(error_of([&] { load_model_file(dir + "/nws.safetensors"); }).find("num_ws"), std::string::npos);
+  }
+  {
+    RawFile raw(path);
+    json cfg = json::parse(raw.header["__metadata__"]["config"].get<std::string>());
+    cfg["z_dim"] = (int64_t(1) << 32) + 8;  // must not wrap around to 8
+    raw.header["__metadata__"]["config"] = cfg.dump();
+    raw.write(dir + "/wrap.safetensors");
+    EXPECT_NE(error_of([&] { load_model_file(dir + "/wrap.safetensors"); }).find("'z_dim' is not an integer in range"),
+              std::string::npos);
+  }
+  {
+    ASSERT_EQ(::mkfifo((dir + "/fifo.safetensors").c_str(), 0644), 0);  // must not block
+    EXPECT_FALSE(is_model_file(dir + "/fifo.safetensors"));
+    EXPECT_NE(error_of([&] { load_model_file(dir + "/fifo.safetensors"); }).find("not a regular file"), std::string::npos);
   }
   {
     RawFile raw(path);
