@@ -1,5 +1,7 @@
 // sg2: model configuration, expected tensors and validation (model.h; design.md §5).
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -181,7 +183,19 @@ std::vector<NoiseLayer> noise_layers(const ModelConfig& cfg) {
 
 // --- JSON ---------------------------------------------------------------------------------
 
+namespace {
+/// A float as the shortest decimal that reads back to it (0.01f -> 0.01, not 0.009999999776...).
+double short_decimal(float v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  *r.ptr = '\0';
+  return std::strtod(buf, nullptr);
+}
+}  // namespace
+
 std::string config_to_json(const ModelConfig& c, int indent) {
+  std::vector<double> taps;
+  for (float t : c.synthesis.resample_filter) taps.push_back(short_decimal(t));
   json channels = json::object();
   for (const auto& [r, ch] : c.synthesis.channels) channels[std::to_string(r)] = ch;
   json j = {
@@ -193,16 +207,16 @@ std::string config_to_json(const ModelConfig& c, int indent) {
       {"img_channels", c.img_channels},
       {"mapping",
        {{"num_layers", c.mapping.num_layers},
-        {"lr_multiplier", c.mapping.lr_multiplier},
+        {"lr_multiplier", short_decimal(c.mapping.lr_multiplier)},
         {"embed_features", c.mapping.embed_features},
         {"layer_features", c.mapping.layer_features},
         {"activation", c.mapping.activation}}},
       {"synthesis",
        {{"architecture", c.synthesis.architecture},
         {"channels", channels},
-        {"conv_clamp", c.synthesis.conv_clamp ? json(*c.synthesis.conv_clamp) : json(nullptr)},
+        {"conv_clamp", c.synthesis.conv_clamp ? json(short_decimal(*c.synthesis.conv_clamp)) : json(nullptr)},
         {"fp16_resolutions", c.synthesis.fp16_resolutions},
-        {"resample_filter", c.synthesis.resample_filter},
+        {"resample_filter", taps},
         {"use_noise", c.synthesis.use_noise}}},
       {"w_avg_estimated", c.w_avg_estimated},
   };
