@@ -4,7 +4,7 @@
 # last. Phases stop at a deadline so that the summary always comes back.
 #
 #   scripts/gpu_check.sh                          # every phase
-#   PHASES=build,test scripts/gpu_check.sh        # some phases: build,test,bench,variants,profile,sanitize
+#   PHASES=build,test scripts/gpu_check.sh        # some phases: build,test,bench,variants,profile,ncu,sanitize
 #
 # Environment: OUT (logs; default ./gpu_out), SG2_BUILD_DIR (default /tmp/sg2-gpu-build),
 # SG2_CUDA_ARCHITECTURES (default 90), SG2_STB_INCLUDE_DIR, BENCH_BATCHES (default 1,8,32,128),
@@ -99,6 +99,18 @@ if has profile; then
       --warmup 1 --profile "${pb#*:}" >>"$OUT/profile.txt" 2>&1
   done
   record profile "$([[ $? == 0 ]] && echo ok || echo FAIL)" $(($(now) - t0)) "profile.txt"
+fi
+
+if has ncu; then
+  # Nsight Compute on the epilogue kernels of one eager fp16 forward (NCU_BATCH, default 8)
+  t0=$(now)
+  timeout "$(cap 150)" ncu --kernel-name "regex:${NCU_KERNELS:-epilogue}" --launch-count "${NCU_COUNT:-40}" \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy \
+    --section LaunchStats "$B/sg2" bench --config ffhq1024-f --batch "${NCU_BATCH:-8}" \
+    --precision "${NCU_PRECISION:-fp16}" --iters 1 --warmup 0 --profile "${NCU_BATCH:-8}" >"$OUT/ncu.txt" 2>&1
+  record ncu "$([[ $? == 0 ]] && echo ok || echo FAIL)" $(($(now) - t0)) "ncu.txt"
+  grep -E '^  [a-z_]+.*\(|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Warp Cycles Per Issued' \
+    "$OUT/ncu.txt" | tail -80
 fi
 
 if has sanitize; then

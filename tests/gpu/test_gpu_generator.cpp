@@ -266,3 +266,38 @@ TEST(GpuGenerator, WithoutAGpuTheErrorSuggestsCpu) {
     EXPECT_NE(std::string(e.what()).find("--device cpu"), std::string::npos) << e.what();
   }
 }
+
+// fp32 runs its 3x3 convolutions on tensor cores with the 3xTF32 kernel (kernels/conv2d_tf32x3.h).
+// On a model with 512-channel layers (4608 terms per output) its distance to the CPU reference is
+// that of the FMA-only path (SG2_FP32_CONV=simt), and far below plain TF32's.
+TEST(GpuGenerator, Fp32OnTensorCoresIsAsAccurateAsFma) {
+  SG2_REQUIRE_GPU();
+  Model model = make_random_model(make_config(64, 16384, 512, 64, 64, 0, 3, 2, "skip", std::nullopt, 0), 21);
+  Generator cpu(model, opts(Device::Kind::cpu));
+  const Inputs in = inputs(model.config, {7, 8});
+  const Tensor ws = cpu.map(in.z, in.c);
+  const Tensor ref = cpu.synthesize(ws);
+  auto max_diff = [](const Tensor& a, const Tensor& b) {
+    double m = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, double(std::fabs(a[i] - b[i])));
+    return m;
+  };
+  const Tensor tc = Generator(model, opts(Device::Kind::cuda)).synthesize(ws);
+  const Tensor tf32 = Generator(model, opts(Device::Kind::cuda, Precision::tf32)).synthesize(ws);
+  ASSERT_EQ(setenv("SG2_FP32_CONV", "simt", 1), 0);
+  Tensor fma;
+  try {
+    fma = Generator(model, opts(Device::Kind::cuda)).synthesize(ws);
+  } catch (...) {
+    unsetenv("SG2_FP32_CONV");
+    throw;
+  }
+  unsetenv("SG2_FP32_CONV");
+  const double e_tc = max_diff(tc, ref), e_fma = max_diff(fma, ref), e_tf32 = max_diff(tf32, ref);
+  std::cout << "  fp32 vs CPU on a 512-channel model: 3xtf32 max|diff| " << e_tc << ", fma (simt) " << e_fma
+            << ", tf32 " << e_tf32 << " (PSNR 3xtf32 " << psnr(tc, ref, 2.0) << " dB, fma " << psnr(fma, ref, 2.0)
+            << " dB, tf32 " << psnr(tf32, ref, 2.0) << " dB)\n";
+  EXPECT_LE(e_tc, 1e-4);
+  EXPECT_LE(e_tc, std::max(3.0 * e_fma, 2e-6));
+  EXPECT_LT(e_tc * 30.0, e_tf32);
+}

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <iostream>
 
 #include "cuda/cuda_raii.h"
@@ -11,6 +12,7 @@
 #include "gpu_test_util.h"
 #include "kernels/conv2d.h"
 #include "kernels/conv2d_simt.h"
+#include "kernels/conv2d_tf32x3.h"
 #include "kernels/conv_epilogue.h"
 #include "kernels/demodulate.h"
 #include "kernels/fully_connected.h"
@@ -345,6 +347,10 @@ TEST(GpuKernels, ConvEpilogueMatchesReference) {
       {1, 512, 4, 3, DType::f16, DType::f16, false, false, false, true},
       {2, 64, 16, 0, DType::f32, DType::f32, false, true, false, true},
       {1, 3, 64, 3, DType::f32, DType::f32, true, false, true, false},
+      // fewer lanes per pixel than image channels (G = 1, 2): a lane writes several channels
+      {2, 8, 8, 3, DType::f32, DType::f32, true, false, true, false},
+      {2, 16, 16, 4, DType::f16, DType::f16, false, true, true, true},
+      {1, 2, 8, 3, DType::f32, DType::f16, false, false, true, false},
   };
   uint32_t seed = 100;
   for (const EpiCase& k : cases) run_epilogue_case(k, seed += 10);
@@ -453,9 +459,10 @@ struct ConvCase {
 };
 
 /// conv on the device vs the CPU reference. weight [Cout, Cin, k, k] (PyTorch order).
-enum class ConvImpl { direct, cudnn, simt };
+enum class ConvImpl { direct, cudnn, simt, tf32x3 };
 
-void check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl impl, uint32_t seed) {
+/// Returns max |device - reference| / scale_of(reference).
+double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl impl, uint32_t seed) {
   Tensor x = randn({c.N, c.Cin, c.H, c.H}, seed), w = randn({c.Cout, c.Cin, c.k, c.k}, seed + 1, 0.2f);
   if (dt == DType::f16) {
     x = round_f16(x);
@@ -476,7 +483,28 @@ void check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl impl,
   const int OH = static_cast<int>(ref.dim(2));
   auto d_y = poisoned(size_t(c.N) * c.Cout * OH * OH, dt);
   std::string how;
-  if (impl == ConvImpl::simt) {
+  if (impl == ConvImpl::tf32x3) {
+    std::vector<float> hi(size_t(wd.numel())), lo(size_t(wd.numel()));
+    cuda::tf32x3_split_weights(wd.data(), hi.size(), hi.data(), lo.data());
+    auto d_hi = to_device(hi), d_lo = to_device(lo);
+    cuda::Tf32x3ConvArgs a;
+    a.N = c.N;
+    a.H = a.W = c.H;
+    a.Cin = c.Cin;
+    a.Cout = c.Cout;
+    a.transposed = c.transposed;
+    a.x = d_x.as<float>();
+    a.w_hi = d_hi.as<float>();
+    a.w_lo = d_lo.as<float>();
+    a.y = d_y.as<float>();
+    if (!cuda::conv2d_tf32x3_supports(a)) {
+      ADD_FAILURE() << "the 3xTF32 kernel refuses a shape it should take";
+      return 1.0;
+    }
+    cuda::conv2d_tf32x3(a, nullptr);
+    SG2_CUDA_CHECK(cudaDeviceSynchronize());
+    how = "3xtf32";
+  } else if (impl == ConvImpl::simt) {
     cuda::SimtConvArgs a;
     a.N = c.N;
     a.H = a.W = c.H;
@@ -486,7 +514,10 @@ void check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl impl,
     a.x = d_x.as<float>();
     a.w = d_w.as<float>();
     a.y = d_y.as<float>();
-    ASSERT_TRUE(cuda::conv2d_simt_supports(a));
+    if (!cuda::conv2d_simt_supports(a)) {
+      ADD_FAILURE() << "the SIMT kernel refuses a shape it should take";
+      return 1.0;
+    }
     cuda::conv2d_simt(a, nullptr);
     how = "simt";
   } else if (impl == ConvImpl::cudnn) {
@@ -528,10 +559,15 @@ void check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl impl,
   }
   // fp32: summation order only; tf32: 10-bit significand operands; fp16: output rounding
   const double tol = math == cuda::ConvMath::fp32_strict ? 2e-5 : 4e-3;
-  EXPECT_TRUE(near_rel(to_nchw(from_device(d_y.get(), {c.N, OH, OH, c.Cout}, dt)), ref, tol,
+  const Tensor got = to_nchw(from_device(d_y.get(), {c.N, OH, OH, c.Cout}, dt));
+  double err = 0.0;
+  for (int64_t i = 0; i < got.numel(); ++i) err = std::max(err, double(std::fabs(got[i] - ref[i])));
+  err /= scale_of(ref);
+  EXPECT_TRUE(near_rel(got, ref, tol,
                        std::string(c.transposed ? "transposed" : "forward") + " N=" + std::to_string(c.N) + " H=" +
                            std::to_string(c.H) + " " + std::to_string(c.Cin) + "->" + std::to_string(c.Cout) + " k=" +
                            std::to_string(c.k) + " " + dt_name(dt) + " via " + how));
+  return err;
 }
 
 const ConvCase kConvCases[] = {{1, 4, 3, 5, 3, false},  {3, 8, 13, 7, 3, false},  {2, 16, 32, 32, 3, false},
@@ -568,4 +604,54 @@ TEST(GpuKernels, SimtFp32ConvMatchesReference) {
   SG2_REQUIRE_GPU();
   uint32_t seed = 900;
   for (const ConvCase& c : kSimtCases) check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::simt, seed += 2);
+}
+
+// shapes the 3xTF32 kernel takes (Cin % 32, Cout % 32): partial tiles, both channel tilings,
+// several chunks per tap, odd sizes, phases of every size
+const ConvCase kTcCases[] = {{2, 16, 32, 32, 3, false}, {2, 16, 64, 32, 3, true},  {1, 32, 64, 64, 3, false},
+                             {1, 32, 64, 32, 3, true},  {3, 8, 96, 96, 3, false},  {5, 8, 32, 32, 3, true},
+                             {2, 4, 32, 64, 3, true},   {1, 4, 512, 128, 3, false}, {3, 64, 32, 32, 3, true},
+                             {3, 5, 32, 128, 3, true},  {2, 7, 64, 256, 3, false},  {1, 3, 96, 384, 3, true},
+                             {1, 13, 160, 96, 3, false}};
+
+TEST(GpuKernels, Tf32x3ConvMatchesReference) {
+  SG2_REQUIRE_GPU();
+  uint32_t seed = 950;
+  for (const ConvCase& c : kTcCases) check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3, seed += 2);
+}
+
+// The 3xTF32 kernel is as accurate as FMA fp32 (kernels/conv2d_tf32x3.h) and far more accurate
+// than plain TF32, on the shapes where it matters (512 channels: 4608 terms per output).
+TEST(GpuKernels, Tf32x3ConvIsAsAccurateAsFma) {
+  SG2_REQUIRE_GPU();
+  const ConvCase cases[] = {{2, 8, 512, 64, 3, false}, {2, 8, 512, 64, 3, true}, {3, 16, 256, 96, 3, false},
+                            {1, 16, 512, 512, 3, false}, {1, 7, 64, 32, 3, true}};
+  uint32_t seed = 800;
+  for (const ConvCase& c : cases) {
+    const double fma = check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::simt, seed);
+    const double tc = check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3, seed);
+    const double tf32 = check_conv(c, DType::f32, cuda::ConvMath::tf32, ConvImpl::cudnn, seed);
+    std::cout << "  conv " << c.Cin << "->" << c.Cout << (c.transposed ? " transposed" : " forward")
+              << ": max|err|/scale simt (fma) " << fma << ", 3xtf32 " << tc << ", cudnn tf32 " << tf32 << "\n";
+    EXPECT_LE(tc, std::max(3.0 * fma, 1e-6)) << "3xTF32 should be as accurate as FMA fp32";
+    EXPECT_LT(tc * 30.0, tf32) << "3xTF32 should be far more accurate than plain TF32";
+  }
+}
+
+// The host-side filter split of the 3xTF32 kernel (runs without a GPU): hi has 10 significand
+// bits, hi + lo == w exactly, |lo| <= half an ulp of hi, and rounding never overflows.
+TEST(GpuKernels, Tf32x3WeightSplitIsExact) {
+  std::vector<float> w = {0.0f, -0.0f, 1.0f, -1.0f, 1.0f + 0x1p-11f, 1.0f + 0x1p-12f, 0.1f, -3.14159265f, 1e-30f,
+                          -7.5e-39f /* subnormal */, 3.4028235e38f, -3.4028235e38f, 65504.0f, 1.0f - 0x1p-24f};
+  for (int i = 0; i < 1000; ++i) w.push_back(std::ldexp(static_cast<float>(std::sin(i * 12.9898) * 43758.5453), i % 60 - 30));
+  std::vector<float> hi(w.size()), lo(w.size());
+  cuda::tf32x3_split_weights(w.data(), w.size(), hi.data(), lo.data());
+  for (size_t i = 0; i < w.size(); ++i) {
+    uint32_t b = 0;
+    std::memcpy(&b, &hi[i], 4);
+    EXPECT_EQ(b & 0x1fffu, 0u) << w[i];
+    EXPECT_TRUE(std::isfinite(hi[i])) << w[i];
+    EXPECT_EQ(hi[i] + lo[i], w[i]) << w[i];
+    EXPECT_LE(std::fabs(double(lo[i])), std::ldexp(std::fabs(double(w[i])), -10)) << w[i];
+  }
 }

@@ -8,6 +8,7 @@
 #include "cuda_check.h"
 #include "kernels/conv2d.h"
 #include "kernels/conv2d_simt.h"
+#include "kernels/conv2d_tf32x3.h"
 
 namespace sg2::cuda {
 
@@ -25,9 +26,11 @@ const char* math_name(cudnnMathType_t m) {
   return "?";
 }
 
-constexpr int kSimtAlgo = -100;  // pseudo algorithm: kernels/conv2d_simt.h (strict fp32)
+constexpr int kSimtAlgo = -100;    // pseudo algorithm: kernels/conv2d_simt.h (strict fp32, FMA)
+constexpr int kTf32x3Algo = -101;  // pseudo algorithm: kernels/conv2d_tf32x3.h (fp32-accurate, tensor cores)
 
-/// SG2_FP32_CONV=simt puts the SIMT kernel first for strict fp32, =cudnn leaves it out.
+/// Strict fp32 kernels: SG2_FP32_CONV=simt (FMA only: the SIMT kernel first, no tensor cores),
+/// =cudnn (cuDNN's FMA algorithms only); default: the 3xTF32 kernel first.
 const char* fp32_conv_choice() {
   const char* e = std::getenv("SG2_FP32_CONV");
   return e ? e : "";
@@ -98,6 +101,8 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const ConvShape& s, ConvMath math, si
     bool too_big = false;
     auto accept = [&](int algo, cudnnStatus_t st, cudnnDeterminism_t det, cudnnMathType_t m, size_t mem) {
       if (st != CUDNN_STATUS_SUCCESS || det != CUDNN_DETERMINISTIC) return;
+      // fp32 data converted to fp16 inside cuDNN: never (tf32 promises TF32 operands)
+      if (m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION && s.dtype == DType::f32) return;
       if (math == ConvMath::fp32_strict) {
         // strict fp32: never tensor cores (TF32); run with FMA math whatever the heuristic says
         if (m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return;
@@ -147,9 +152,25 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const ConvShape& s, ConvMath math, si
       s.Cin % 8 == 0 && s.Cout % 32 == 0 && std::strcmp(fp32_conv_choice(), "cudnn") != 0) {
     const Candidate simt{kSimtAlgo, CUDNN_FMA_MATH, 0};
     const int res = s.out_h();
-    const bool first = res >= 128 || (res >= 64 && s.N < 8) || std::strcmp(fp32_conv_choice(), "simt") == 0;
+    const bool simt_only = std::strcmp(fp32_conv_choice(), "simt") == 0;
+    const bool first = res >= 128 || (res >= 64 && s.N < 8) || simt_only;
     if (first) candidates_.insert(candidates_.begin(), simt);
     else candidates_.push_back(simt);
+    // fp32-accurate on tensor cores (kernels/conv2d_tf32x3.h): first wherever one launch fills
+    // the GPU (a wave of 132 blocks), else last (no split-K: small layers at small batches go to
+    // cuDNN).
+    if (!simt_only) {
+      Tf32x3ConvArgs probe;
+      probe.N = s.N;
+      probe.H = s.H;
+      probe.W = s.W;
+      probe.Cin = s.Cin;
+      probe.Cout = s.Cout;
+      probe.transposed = s.transposed;
+      const Candidate tc{kTf32x3Algo, CUDNN_FMA_MATH, 0};
+      if (conv2d_tf32x3_blocks(probe) >= 132) candidates_.insert(candidates_.begin(), tc);
+      else candidates_.push_back(tc);
+    }
   }
   for (const Candidate& c : candidates_) max_ws_ = std::max(max_ws_, c.ws);
 }
@@ -159,6 +180,22 @@ CudnnConv::~CudnnConv() = default;
 bool CudnnConv::try_run(int ci, const void* x, const void* w, void* y, void* ws, size_t ws_bytes,
                         cudaStream_t stream) const {
   const Candidate& c = candidates_[static_cast<size_t>(ci)];
+  if (c.algo == kTf32x3Algo) {
+    Tf32x3ConvArgs a;
+    a.N = shape_.N;
+    a.H = shape_.H;
+    a.W = shape_.W;
+    a.Cin = shape_.Cin;
+    a.Cout = shape_.Cout;
+    a.transposed = shape_.transposed;
+    a.x = static_cast<const float*>(x);
+    a.w_hi = w_hi_;
+    a.w_lo = w_lo_;
+    a.y = static_cast<float*>(y);
+    if (!conv2d_tf32x3_supports(a)) return false;
+    conv2d_tf32x3(a, stream);
+    return true;
+  }
   if (c.algo == kSimtAlgo) {
     SimtConvArgs a;
     a.N = shape_.N;
@@ -265,6 +302,7 @@ std::string CudnnConv::describe() const {
   if (selected_ < 0) return "direct kernel";
   const Candidate& c = candidates_[static_cast<size_t>(selected_)];
   if (c.algo == kSimtAlgo) return "simt fp32 implicit gemm";
+  if (c.algo == kTf32x3Algo) return "3xtf32 fp32-accurate implicit gemm (tensor cores)";
   return std::string("cudnn ") + (shape_.transposed ? "bwd-data" : "fwd") + " algo " + std::to_string(c.algo) + " (" +
          math_name(c.math) + ", ws " + std::to_string(c.ws >> 20) + " MiB)";
 }

@@ -6,10 +6,12 @@
 //   transposed: the up-sampling conv0's stride-2 transposed conv, computed as cuDNN's backward
 //               data of a stride-2 forward conv whose filter is [Cin, k, k, Cout]
 //
-// Precision: fp32_strict = CUDNN_FMA_MATH only (no TF32); tf32 = fp32 data on tensor cores;
-// fp16 = half data, fp32 accumulation. Only deterministic algorithms are used (no FFT). For strict
-// fp32 the SIMT implicit GEMM (kernels/conv2d_simt.h) is one more candidate: first at high
-// resolution, last below (see the constructor; SG2_FP32_CONV=simt: always first, =cudnn: never).
+// Precision: fp32_strict = fp32-accurate: cuDNN with CUDNN_FMA_MATH only (no TF32), the SIMT
+// implicit GEMM (kernels/conv2d_simt.h), and first of all the 3xTF32 implicit GEMM with
+// round-to-nearest accumulation (kernels/conv2d_tf32x3.h: tensor cores, fp32 accuracy, measured);
+// tf32 = fp32 data on tensor cores (one TF32 rounding per operand); fp16 = half data, fp32
+// accumulation. Only deterministic algorithms are used (no FFT), and fp32 data is never converted
+// to fp16. SG2_FP32_CONV=simt: FMA pipes only (SIMT first), =cudnn: cuDNN's FMA algorithms only.
 // Tensors over 2^31 elements are split along the batch.
 #pragma once
 
@@ -53,6 +55,12 @@ class CudnnConv {
   size_t workspace() const;
   /// y = conv(x, w). x, y: NHWC; w: KRSC (forward [Cout,k,k,Cin], transposed [Cin,k,k,Cout]).
   void run(const void* x, const void* w, void* y, void* workspace, size_t workspace_bytes, cudaStream_t stream) const;
+  /// The filter split for the 3xTF32 kernel (hi, lo: same layout as w; kernels/conv2d_tf32x3.h).
+  /// Without them (or for other math) that kernel is not a candidate. Call before select().
+  void set_split_weights(const float* w_hi, const float* w_lo) {
+    w_hi_ = w_hi;
+    w_lo_ = w_lo;
+  }
   /// "cudnn fwd algo 1 (tensor op)" / "direct"
   std::string describe() const;
 
@@ -73,6 +81,8 @@ class CudnnConv {
   };
   std::vector<Candidate> candidates_;
   size_t max_ws_ = 0;
+  const float* w_hi_ = nullptr;
+  const float* w_lo_ = nullptr;
   int selected_ = -1;  // index into candidates_, -1: direct kernel
   bool selected_set_ = false;
 };

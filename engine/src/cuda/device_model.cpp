@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/conv2d_tf32x3.h"
+
 namespace sg2::cuda {
 
 namespace {
@@ -138,6 +140,12 @@ DeviceModel::DeviceModel(const Model& model, Precision precision, MemoryStats* s
           dev[idx] = v;
         }
     c.weight_off = ar.add(dev, dt);
+    if (c.math == ConvMath::fp32_strict) {  // for the 3xTF32 kernel
+      std::vector<float> hi(dev.size()), lo(dev.size());
+      tf32x3_split_weights(dev.data(), dev.size(), hi.data(), lo.data());
+      c.weight_hi_off = ar.add(hi);
+      c.weight_lo_off = ar.add(lo);
+    }
     c.bias_off = ar.add(model.at(l.name + ".bias").vec());
     if (l.noise_index >= 0) {
       c.noise_const_off = ar.add(model.at(l.name + ".noise_const").vec());

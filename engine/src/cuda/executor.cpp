@@ -177,13 +177,14 @@ Executor::Executor(const DeviceModel& m, int N, cudnnHandle_t cudnn, MemoryStats
   size_t ws_used = 0;
   for (size_t i = 0; i < blocks.size(); ++i) {
     const BlockData& bd = blocks[i];
-    auto sel = [&](CudnnConv* c, const void* x, size_t w_off, void* y) {
+    auto sel = [&](CudnnConv* c, const void* x, size_t w_off, void* y, const ConvLayer* l = nullptr) {
       if (!c) return;
+      if (l && l->weight_hi_off) c->set_split_weights(m.at(l->weight_hi_off), m.at(l->weight_lo_off));
       c->select(x, m.at<char>(w_off), y, workspace_.get(), workspace_.bytes(), stream);
       ws_used = std::max(ws_used, c->workspace());
     };
-    sel(convs_[i].conv1.get(), X_.get(), bd.conv1.weight_off, Y_.get());
-    if (bd.conv0) sel(convs_[i].conv0.get(), X_.get(), bd.conv0->weight_off, Y_.get());
+    sel(convs_[i].conv1.get(), X_.get(), bd.conv1.weight_off, Y_.get(), &bd.conv1);
+    if (bd.conv0) sel(convs_[i].conv0.get(), X_.get(), bd.conv0->weight_off, Y_.get(), &*bd.conv0);
     if (bd.skip) sel(convs_[i].skip.get(), R_.get(), bd.skip->weight_off, Y_.get());
   }
   if (ws_used < workspace_.bytes()) {

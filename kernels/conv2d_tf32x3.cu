@@ -1,0 +1,267 @@
+// sg2 CUDA kernels: fp32-accurate implicit-GEMM convolution on TF32 tensor cores
+// (conv2d_tf32x3.h).
+//
+// GEMM view: rows = output pixels (of one phase for the transposed conv), columns = output
+// channels, k = (tap, input channel) in chunks of kBK = 32 channels of one tap. Block tile
+// 128 x BN (BN = 64 or 32), 256 threads = 8 warps (4 along the pixels x 2 along the channels),
+// each warp 32 x BN/2 outputs as m16n8k8 tiles. The tiles stream through a kStages-deep
+// cp.async pipeline (16-byte copies, zero fill outside the image), one barrier per chunk. Shared
+// rows are padded so that every fragment read hits 32 distinct banks:
+//   A  [128 pixels][kBK + 4]           (channels contiguous, as in NHWC)
+//   B  forward    [BN channels][kBK + 4]  (w [Cout, 3, 3, Cin]: input channels contiguous)
+//      transposed [kBK][BN + 8]           (w [Cin, 3, 3, Cout]: output channels contiguous)
+// The filter comes pre-split (its hi and lo parts, tf32x3_split_weights); the activations are
+// split as their fragments are read. Per 8-deep k step and m16n8 tile:
+// d = 0; d += lo(A) hi(B); d += hi(A) lo(B); d += hi(A) hi(B) on the tensor core; acc += d in fp32
+// (round to nearest). Fixed order everywhere.
+#include <algorithm>
+#include <cstdint>
+
+#include "engine/src/cuda/cuda_check.h"
+#include "kernels/conv2d_tf32x3.h"
+
+namespace sg2::cuda {
+
+namespace {
+
+constexpr int kBM = 128, kBK = 32, kThreads = 256, kStages = 3;
+constexpr int kAP = kBK + 4;  // A row pitch (floats)
+constexpr int kBPf = kBK + 4;  // forward B row pitch
+
+template <int BN>
+struct Smem {
+  static constexpr int kBPt = BN + 8;  // transposed B row pitch
+  static constexpr int kA = kBM * kAP;
+  static constexpr int kB = (BN * kBPf > kBK * kBPt) ? BN * kBPf : kBK * kBPt;
+  static constexpr int kStage = kA + 2 * kB;  // floats per stage: A, B hi, B lo
+  static constexpr size_t bytes() { return size_t(kStages) * kStage * sizeof(float); }
+};
+
+/// v -> (hi, lo) as TF32 register operands: hi = v rounded to 10 significand bits (to nearest,
+/// ties away; integer ops, not the slow conversion pipe), lo = v - hi exactly, whose low 13 bits the
+/// tensor core ignores (a relative error below 2^-10 of lo, 2^-21 of v). Finite v only.
+__device__ __forceinline__ void split(float v, uint32_t& hi, uint32_t& lo) {
+  hi = (__float_as_uint(v) + 0x1000u) & 0xffffe000u;
+  lo = __float_as_uint(v - __uint_as_float(hi));
+}
+
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/// 16-byte global -> shared copy; src_bytes 0 fills zeros (src must still be a valid address).
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+template <int BN>
+__global__ void __launch_bounds__(kThreads, 2) conv_tf32x3_kernel(Tf32x3ConvArgs a) {
+  using S = Smem<BN>;
+  constexpr int WN = BN / 2;  // channels per warp
+  constexpr int MT = 2;       // m16 tiles per warp (32 pixels)
+  constexpr int NT = WN / 8;  // n8 tiles per warp
+  constexpr int kBPt = S::kBPt;
+  extern __shared__ __align__(16) float smem[];
+
+  const int tid = threadIdx.x;
+  const int py = a.transposed ? int(blockIdx.z >> 1) : 0, px = a.transposed ? int(blockIdx.z & 1) : 0;
+  const int Ho = a.transposed ? a.H + 1 - py : a.H;
+  const int Wo = a.transposed ? a.W + 1 - px : a.W;
+  const int HWo = Ho * Wo;
+  const int M = a.N * HWo;
+  const int m0 = blockIdx.x * kBM, n0 = blockIdx.y * BN;
+  if (m0 >= M) return;  // whole block (phases have different sizes)
+  const int ny = a.transposed ? (py ? 1 : 2) : 3, nx = a.transposed ? (px ? 1 : 2) : 3;
+  const int cpt = a.Cin / kBK;  // chunks per tap
+  const int nchunks = ny * nx * cpt;
+
+  // A copies: 4 per thread, pixels (tid >> 3) + 32 j, 16-byte segment tid & 7
+  const int aseg = tid & 7;
+  int apix[4];  // the sample's first input pixel n*H*W; the tap adds (y + dy) * W + (x + dx)
+  int ayx[4];   // y << 16 | x of the output pixel (y = -20000 past the last pixel: never inside)
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int m = m0 + (tid >> 3) + 32 * j;
+    if (m < M) {
+      const int n = m / HWo, r = m - n * HWo;
+      const int y = r / Wo;
+      ayx[j] = (y << 16) | (r - y * Wo);
+      apix[j] = n * a.H * a.W;
+    } else {
+      ayx[j] = -20000 * 65536;
+      apix[j] = 0;
+    }
+  }
+
+  auto issue = [&](int c, int stage) {
+    float* As = smem + stage * S::kStage;
+    float* Bh = As + S::kA;
+    float* Bl = Bh + S::kB;
+    const int t = c / cpt, ci0 = (c - t * cpt) * kBK;
+    int ky, kx, dy, dx;
+    if (a.transposed) {
+      const int ty_ = t / nx, tx_ = t - ty_ * nx;
+      ky = py ? 1 : 2 * ty_;
+      kx = px ? 1 : 2 * tx_;
+      dy = (py - ky) / 2;
+      dx = (px - kx) / 2;
+    } else {
+      ky = t / 3;
+      kx = t - ky * 3;
+      dy = ky - 1;
+      dx = kx - 1;
+    }
+    const int tap = ky * 3 + kx;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int iy = (ayx[j] >> 16) + dy, ix = (ayx[j] & 0xffff) + dx;
+      const bool in = iy >= 0 && iy < a.H && ix >= 0 && ix < a.W;
+      const float* src = in ? a.x + (size_t(apix[j]) + size_t(iy) * a.W + ix) * a.Cin + ci0 + 4 * aseg : a.x;
+      cp_async16(As + ((tid >> 3) + 32 * j) * kAP + 4 * aseg, src, in ? 16 : 0);
+    }
+    if (a.transposed) {
+      // kBK rows (input channels) of BN output channels: BN / 4 segments per row
+      constexpr int segs = BN / 4, total = kBK * segs;
+#pragma unroll
+      for (int q = tid; q < total; q += kThreads) {
+        const int k = q / segs, sg = q - k * segs;
+        const size_t off = (size_t(ci0 + k) * 9 + tap) * a.Cout + n0 + 4 * sg;
+        cp_async16(Bh + k * kBPt + 4 * sg, a.w_hi + off, 16);
+        cp_async16(Bl + k * kBPt + 4 * sg, a.w_lo + off, 16);
+      }
+    } else {
+      // BN rows (output channels) of kBK input channels: 8 segments per row
+      constexpr int total = BN * 8;
+#pragma unroll
+      for (int q = tid; q < total; q += kThreads) {
+        const int n = q >> 3, sg = q & 7;
+        const size_t off = (size_t(n0 + n) * 9 + tap) * a.Cin + ci0 + 4 * sg;
+        cp_async16(Bh + n * kBPf + 4 * sg, a.w_hi + off, 16);
+        cp_async16(Bl + n * kBPf + 4 * sg, a.w_lo + off, 16);
+      }
+    }
+  };
+
+  const int lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t4 = lane & 3;
+  const int wm = (warp & 3) * 32, wn = (warp >> 2) * WN;
+  float acc[MT][NT][4];
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < nchunks) issue(s, s);
+    cp_async_commit();
+  }
+  for (int c = 0; c < nchunks; ++c) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();  // chunk c is in; every warp is done with the stage refilled below
+    if (c + kStages - 1 < nchunks) issue(c + kStages - 1, (c + kStages - 1) % kStages);
+    cp_async_commit();
+    const float* As = smem + (c % kStages) * S::kStage;
+    const uint32_t* Bh = reinterpret_cast<const uint32_t*>(As + S::kA);
+    const uint32_t* Bl = Bh + S::kB;
+#pragma unroll
+    for (int ks = 0; ks < kBK; ks += 8) {
+      uint32_t ahi[MT][4], alo[MT][4];
+#pragma unroll
+      for (int i = 0; i < MT; ++i) {
+        const float* p = As + (wm + 16 * i + g) * kAP + ks + t4;
+        split(p[0], ahi[i][0], alo[i][0]);
+        split(p[8 * kAP], ahi[i][1], alo[i][1]);
+        split(p[4], ahi[i][2], alo[i][2]);
+        split(p[8 * kAP + 4], ahi[i][3], alo[i][3]);
+      }
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {  // one n8 tile's filter fragments at a time (registers)
+        const int n = wn + 8 * j + g;
+        const int i0 = a.transposed ? (ks + t4) * kBPt + n : n * kBPf + ks + t4;
+        const int i1 = a.transposed ? i0 + 4 * kBPt : i0 + 4;
+        const uint32_t bhi[2] = {Bh[i0], Bh[i1]}, blo[2] = {Bl[i0], Bl[i1]};
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+          float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          mma_tf32(d, alo[i], bhi);
+          mma_tf32(d, ahi[i], blo);
+          mma_tf32(d, ahi[i], bhi);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[i][j][e] += d[e];
+        }
+      }
+    }
+  }
+  cp_async_wait<0>();
+
+  // c0, c1: row g, columns 2 t4 and 2 t4 + 1; c2, c3: row g + 8
+  const int TH = 2 * a.H + 1, TW = 2 * a.W + 1;
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = m0 + wm + 16 * i + g + 8 * h;
+      if (m >= M) continue;
+      size_t o;
+      if (a.transposed) {
+        const int n = m / HWo, r = m - n * HWo, oy = r / Wo, ox = r - oy * Wo;
+        o = ((size_t(n) * TH + 2 * oy + py) * TW + 2 * ox + px) * a.Cout;
+      } else {
+        o = size_t(m) * a.Cout;
+      }
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+        *reinterpret_cast<float2*>(a.y + o + n0 + wn + 8 * j + 2 * t4) =
+            make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+    }
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+template <int BN>
+void launch(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
+  constexpr size_t bytes = Smem<BN>::bytes();
+  // opt in to more than 48 KiB of dynamic shared memory (a host-side setting; cheap)
+  SG2_CUDA_CHECK(cudaFuncSetAttribute(conv_tf32x3_kernel<BN>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  conv_tf32x3_kernel<BN><<<grid, kThreads, bytes, stream>>>(a);
+}
+
+}  // namespace
+
+bool conv2d_tf32x3_supports(const Tf32x3ConvArgs& a) {
+  const int64_t M = int64_t(a.N) * (a.H + 1) * (a.W + 1);
+  const int64_t in = int64_t(a.N) * a.H * a.W;
+  return a.N > 0 && a.H < 16384 && a.W < 16384 && a.Cin % kBK == 0 && a.Cout % 32 == 0 && a.Cout > 0 &&
+         M < (int64_t(1) << 31) - kBM &&
+         in < (int64_t(1) << 31) && aligned16(a.x) && a.w_hi && a.w_lo && aligned16(a.w_hi) && aligned16(a.w_lo) &&
+         aligned16(a.y);
+}
+
+int64_t conv2d_tf32x3_blocks(const Tf32x3ConvArgs& a) {
+  const int64_t M = a.transposed ? int64_t(a.N) * (a.H + 1) * (a.W + 1) : int64_t(a.N) * a.H * a.W;
+  return (M + kBM - 1) / kBM * (a.Cout % 64 == 0 ? a.Cout / 64 : a.Cout / 32) * (a.transposed ? 4 : 1);
+}
+
+void conv2d_tf32x3(const Tf32x3ConvArgs& a, cudaStream_t stream) {
+  if (!conv2d_tf32x3_supports(a)) fail(ErrorKind::internal, "conv2d_tf32x3: unsupported shape");
+  const int64_t M = a.transposed ? int64_t(a.N) * (a.H + 1) * (a.W + 1) : int64_t(a.N) * a.H * a.W;
+  const bool wide = a.Cout % 64 == 0;
+  const dim3 grid(static_cast<unsigned>((M + kBM - 1) / kBM), a.Cout / (wide ? 64 : 32), a.transposed ? 4 : 1);
+  if (wide) launch<64>(a, grid, stream);
+  else launch<32>(a, grid, stream);
+  SG2_LAUNCH_CHECK("conv_tf32x3_kernel");
+}
+
+}  // namespace sg2::cuda

@@ -1,0 +1,62 @@
+// sg2 CUDA kernels: fp32-accurate convolution on TF32 tensor cores ("3xTF32" with round-to-nearest
+// accumulation), for the fp32 precision and auto's fp32 blocks. Same layouts, shapes and
+// semantics as the strict SIMT kernel (kernels/conv2d_simt.h; CPU reference
+// kernels/ref/modulated_conv2d.h conv2d and conv_transpose2d_stride2 with shared weights):
+//   forward:    3x3, pad 1, stride 1, correlation; w [Cout, 3, 3, Cin]
+//   transposed: 3x3, stride 2, no padding; w [Cin, 3, 3, Cout]; four phase GEMMs
+//
+// Why it is as accurate as fp32 FMAs (docs/performance-notes.md, "fp32 on tensor cores"):
+//  * each operand is split into a TF32 head and tail, v = hi(v) + lo(v), hi = v rounded to 10
+//    significand bits, lo = v - hi (exact) rounded again to TF32; a product is
+//    hi(x)hi(w) + lo(x)hi(w) + hi(x)lo(w), accurate to about 2^-21 relative (the dropped
+//    lo(x)lo(w) and lo's own rounding are below 2^-22);
+//  * a tensor core adds with truncation (round toward zero), so summing a long k into one
+//    tensor-core accumulator drifts by about k/8 ulps (measured: cuDNN's TF32 kernels on split
+//    operands stay ~100x worse than fp32). Here every 8-deep k step starts from zero in the tensor
+//    core (three chained MMAs) and is then added to an fp32 register accumulator with an ordinary
+//    round-to-nearest add, as an FMA convolution would.
+// Measured against the CPU reference it matches the SIMT/cuDNN FMA paths' error
+// (tests/gpu/test_gpu_kernels.cpp Tf32x3ConvIsAsAccurateAsFma). Fixed summation order: the result
+// does not depend on the batch size or the sample's position.
+// Needs sm_80+, Cin % 32 == 0, Cout % 32 == 0 and 16-byte aligned buffers (supports() says).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include <cstring>
+
+namespace sg2::cuda {
+
+struct Tf32x3ConvArgs {
+  int N = 0, H = 0, W = 0;  // input size
+  int Cin = 0, Cout = 0;
+  bool transposed = false;
+  const float* x = nullptr;     // [N, H, W, Cin]
+  const float* w_hi = nullptr;  // the filter's TF32 heads, layout as above (tf32x3_split_weights)
+  const float* w_lo = nullptr;  // its tails
+  float* y = nullptr;           // forward [N, H, W, Cout]; transposed [N, 2H + 1, 2W + 1, Cout]
+};
+
+/// Host: w = hi + lo with hi = w rounded to TF32 (10 significand bits, to nearest, ties away from
+/// zero; truncated where rounding would overflow) and lo = w - hi (exact). Finite w (checked at load).
+inline void tf32x3_split_weights(const float* w, size_t n, float* hi, float* lo) {
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t b;
+    std::memcpy(&b, &w[i], 4);
+    const uint32_t r = (b + 0x1000u) & 0xffffe000u;
+    // rounding up past the largest finite float: truncate instead (still an exact split)
+    b = (r & 0x7f800000u) == 0x7f800000u ? (b & 0xffffe000u) : r;
+    std::memcpy(&hi[i], &b, 4);
+    lo[i] = w[i] - hi[i];
+  }
+}
+
+bool conv2d_tf32x3_supports(const Tf32x3ConvArgs& a);
+/// Thread blocks of one launch (to judge whether the shape fills the GPU).
+int64_t conv2d_tf32x3_blocks(const Tf32x3ConvArgs& a);
+/// y = conv(x, w_hi + w_lo) (see above); throws Error(internal) for an unsupported shape.
+void conv2d_tf32x3(const Tf32x3ConvArgs& a, cudaStream_t stream);
+
+}  // namespace sg2::cuda
