@@ -11,9 +11,9 @@
 //   B  forward    [BN channels][kBK + 4]  (w [Cout, 3, 3, Cin]: input channels contiguous)
 //      transposed [kBK][BN + 8]           (w [Cin, 3, 3, Cout]: output channels contiguous)
 // The filter comes pre-split (its hi and lo parts, tf32x3_split_weights); the activations are
-// split as their fragments are read. Per 8-deep k step and m16n8 tile:
-// d = 0; d += lo(A) hi(B); d += hi(A) lo(B); d += hi(A) hi(B) on the tensor core; acc += d in fp32
-// (round to nearest). Fixed order everywhere.
+// split as their fragments are read. Per 32-deep chunk and m16n8 tile: d = 0; for each of its
+// four 8-deep steps d += lo(A) hi(B); d += hi(A) lo(B); d += hi(A) hi(B) on the tensor core; then
+// acc += d in fp32 (round to nearest). Fixed order everywhere.
 #include <algorithm>
 #include <cstdint>
 
@@ -24,7 +24,7 @@ namespace sg2::cuda {
 
 namespace {
 
-constexpr int kBM = 128, kBK = 32, kThreads = 256, kStages = 3;
+constexpr int kBM = 128, kBK = 32, kThreads = 256;
 constexpr int kAP = kBK + 4;  // A row pitch (floats)
 constexpr int kBPf = kBK + 4;  // forward B row pitch
 
@@ -34,7 +34,7 @@ struct Smem {
   static constexpr int kA = kBM * kAP;
   static constexpr int kB = (BN * kBPf > kBK * kBPt) ? BN * kBPf : kBK * kBPt;
   static constexpr int kStage = kA + 2 * kB;  // floats per stage: A, B hi, B lo
-  static constexpr size_t bytes() { return size_t(kStages) * kStage * sizeof(float); }
+  static constexpr size_t bytes(int stages) { return size_t(stages) * kStage * sizeof(float); }
 };
 
 /// v -> (hi, lo) as TF32 register operands: hi = v rounded to 10 significand bits (to nearest,
@@ -63,8 +63,11 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-template <int BN>
-__global__ void __launch_bounds__(kThreads, 2) conv_tf32x3_kernel(Tf32x3ConvArgs a) {
+// KCHAIN: 8-deep k steps chained in the tensor core before each fp32 add (1: every step; 4: the
+// whole 32-deep chunk, a quarter of the adds for about twice the truncation error, still at the
+// FMA path's level). kStages: pipeline depth; MINB: resident blocks per SM (register budget).
+template <int BN, int KCHAIN, int kStages, int MINB>
+__global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvArgs a) {
   using S = Smem<BN>;
   constexpr int WN = BN / 2;  // channels per warp
   constexpr int MT = 2;       // m16 tiles per warp (32 pixels)
@@ -73,7 +76,9 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tf32x3_kernel(Tf32x3ConvArgs
   extern __shared__ __align__(16) float smem[];
 
   const int tid = threadIdx.x;
-  const int py = a.transposed ? int(blockIdx.z >> 1) : 0, px = a.transposed ? int(blockIdx.z & 1) : 0;
+  const int phases = a.transposed ? 4 : 1;
+  const int phase = int(blockIdx.z) % phases, split_k = int(blockIdx.z) / phases;
+  const int py = phase >> 1, px = phase & 1;
   const int Ho = a.transposed ? a.H + 1 - py : a.H;
   const int Wo = a.transposed ? a.W + 1 - px : a.W;
   const int HWo = Ho * Wo;
@@ -82,7 +87,14 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tf32x3_kernel(Tf32x3ConvArgs
   if (m0 >= M) return;  // whole block (phases have different sizes)
   const int ny = a.transposed ? (py ? 1 : 2) : 3, nx = a.transposed ? (px ? 1 : 2) : 3;
   const int cpt = a.Cin / kBK;  // chunks per tap
-  const int nchunks = ny * nx * cpt;
+  const int all_chunks = ny * nx * cpt;
+  // split-K: this block sums chunks [c0, c0 + nchunks) into its own partial output
+  const int per_split = (all_chunks + a.splits - 1) / a.splits;
+  const int cbeg = min(all_chunks, split_k * per_split);
+  const int nchunks = min(all_chunks, cbeg + per_split) - cbeg;
+  float* const yout = a.splits > 1 ? a.partial + size_t(split_k) * a.N * (a.transposed ? (2 * a.H + 1) * (2 * a.W + 1)
+                                                                                  : a.H * a.W) * a.Cout
+                                   : a.y;
 
   // A copies: 4 per thread, pixels (tid >> 3) + 32 j, 16-byte segment tid & 7
   const int aseg = tid & 7;
@@ -155,6 +167,7 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tf32x3_kernel(Tf32x3ConvArgs
   const int g = lane >> 2, t4 = lane & 3;
   const int wm = (warp & 3) * 32, wn = (warp >> 2) * WN;
   float acc[MT][NT][4];
+  float part[KCHAIN > 1 ? MT : 1][KCHAIN > 1 ? NT : 1][4];  // KCHAIN > 1: the chained partial sums
 #pragma unroll
   for (int i = 0; i < MT; ++i)
 #pragma unroll
@@ -164,13 +177,13 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tf32x3_kernel(Tf32x3ConvArgs
 
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < nchunks) issue(s, s);
+    if (s < nchunks) issue(cbeg + s, s);
     cp_async_commit();
   }
   for (int c = 0; c < nchunks; ++c) {
     cp_async_wait<kStages - 2>();
     __syncthreads();  // chunk c is in; every warp is done with the stage refilled below
-    if (c + kStages - 1 < nchunks) issue(c + kStages - 1, (c + kStages - 1) % kStages);
+    if (c + kStages - 1 < nchunks) issue(cbeg + c + kStages - 1, (c + kStages - 1) % kStages);
     cp_async_commit();
     const float* As = smem + (c % kStages) * S::kStage;
     const uint32_t* Bh = reinterpret_cast<const uint32_t*>(As + S::kA);
@@ -194,12 +207,20 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tf32x3_kernel(Tf32x3ConvArgs
         const uint32_t bhi[2] = {Bh[i0], Bh[i1]}, blo[2] = {Bl[i0], Bl[i1]};
 #pragma unroll
         for (int i = 0; i < MT; ++i) {
-          float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          const int step = ks / 8;
+          float dl[4];
+          float(&d)[4] = KCHAIN > 1 ? part[KCHAIN > 1 ? i : 0][KCHAIN > 1 ? j : 0] : dl;
+          if (step % KCHAIN == 0) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) d[e] = 0.0f;
+          }
           mma_tf32(d, alo[i], bhi);
           mma_tf32(d, ahi[i], blo);
           mma_tf32(d, ahi[i], bhi);
+          if (step % KCHAIN == KCHAIN - 1) {
 #pragma unroll
-          for (int e = 0; e < 4; ++e) acc[i][j][e] += d[e];
+            for (int e = 0; e < 4; ++e) acc[i][j][e] += d[e];
+          }
         }
       }
     }
@@ -223,19 +244,47 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tf32x3_kernel(Tf32x3ConvArgs
       }
 #pragma unroll
       for (int j = 0; j < NT; ++j)
-        *reinterpret_cast<float2*>(a.y + o + n0 + wn + 8 * j + 2 * t4) =
+        *reinterpret_cast<float2*>(yout + o + n0 + wn + 8 * j + 2 * t4) =
             make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
     }
 }
 
+/// y = sum over s of partial[s] in the order s = 0, 1, ... (fp32, round to nearest).
+__global__ void split_k_sum_kernel(const float4* partial, int64_t n4, int splits, float4* y) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n4; i += int64_t(gridDim.x) * blockDim.x) {
+    float4 acc = partial[i];
+    for (int s = 1; s < splits; ++s) {
+      const float4 v = partial[s * n4 + i];
+      acc.x += v.x;
+      acc.y += v.y;
+      acc.z += v.z;
+      acc.w += v.w;
+    }
+    y[i] = acc;
+  }
+}
+
+int64_t out_elems(const Tf32x3ConvArgs& a) {
+  return int64_t(a.N) * (a.transposed ? int64_t(2 * a.H + 1) * (2 * a.W + 1) : int64_t(a.H) * a.W) * a.Cout;
+}
+
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+template <int BN, int KCHAIN, int STAGES, int MINB>
+void launch_v(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
+  constexpr size_t bytes = Smem<BN>::bytes(STAGES);
+  auto* k = conv_tf32x3_kernel<BN, KCHAIN, STAGES, MINB>;
+  // opt in to more than 48 KiB of dynamic shared memory (a host-side setting; cheap)
+  SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  k<<<grid, kThreads, bytes, stream>>>(a);
+}
 
 template <int BN>
 void launch(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
-  constexpr size_t bytes = Smem<BN>::bytes();
-  // opt in to more than 48 KiB of dynamic shared memory (a host-side setting; cheap)
-  SG2_CUDA_CHECK(cudaFuncSetAttribute(conv_tf32x3_kernel<BN>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-  conv_tf32x3_kernel<BN><<<grid, kThreads, bytes, stream>>>(a);
+  // Chained 32-deep chunks, 3 stages, 2 blocks per SM: the fastest of the variants measured on an
+  // H200 (docs/performance-notes.md, run 7: every-step adds 231 img/s, chunk chains with 4 stages
+  // and 1 block/SM 233, this 242 at ffhq1024-f fp32 batch 32), at the FMA path's accuracy.
+  launch_v<BN, 4, 3, 2>(a, grid, stream);
 }
 
 }  // namespace
@@ -246,7 +295,7 @@ bool conv2d_tf32x3_supports(const Tf32x3ConvArgs& a) {
   return a.N > 0 && a.H < 16384 && a.W < 16384 && a.Cin % kBK == 0 && a.Cout % 32 == 0 && a.Cout > 0 &&
          M < (int64_t(1) << 31) - kBM &&
          in < (int64_t(1) << 31) && aligned16(a.x) && a.w_hi && a.w_lo && aligned16(a.w_hi) && aligned16(a.w_lo) &&
-         aligned16(a.y);
+         aligned16(a.y) && a.splits >= 1 && a.splits <= 32 && (a.splits == 1 || aligned16(a.partial));
 }
 
 int64_t conv2d_tf32x3_blocks(const Tf32x3ConvArgs& a) {
@@ -254,14 +303,34 @@ int64_t conv2d_tf32x3_blocks(const Tf32x3ConvArgs& a) {
   return (M + kBM - 1) / kBM * (a.Cout % 64 == 0 ? a.Cout / 64 : a.Cout / 32) * (a.transposed ? 4 : 1);
 }
 
+int conv2d_tf32x3_choose_splits(const Tf32x3ConvArgs& a, int num_sms) {
+  const int64_t blocks = conv2d_tf32x3_blocks(a);
+  const int chunks = (a.transposed ? 4 : 9) * (a.Cin / kBK);  // the largest phase's (transposed: 2x2 taps)
+  int s = 1;
+  // two resident blocks per SM; at least 4 chunks per split
+  while (s < 32 && blocks * (2 * s) <= 2 * num_sms && chunks / (2 * s) >= 4) s *= 2;
+  return s;
+}
+
+size_t conv2d_tf32x3_workspace(const Tf32x3ConvArgs& a) {
+  return a.splits > 1 ? size_t(a.splits) * size_t(out_elems(a)) * sizeof(float) : 0;
+}
+
 void conv2d_tf32x3(const Tf32x3ConvArgs& a, cudaStream_t stream) {
   if (!conv2d_tf32x3_supports(a)) fail(ErrorKind::internal, "conv2d_tf32x3: unsupported shape");
   const int64_t M = a.transposed ? int64_t(a.N) * (a.H + 1) * (a.W + 1) : int64_t(a.N) * a.H * a.W;
   const bool wide = a.Cout % 64 == 0;
-  const dim3 grid(static_cast<unsigned>((M + kBM - 1) / kBM), a.Cout / (wide ? 64 : 32), a.transposed ? 4 : 1);
+  const dim3 grid(static_cast<unsigned>((M + kBM - 1) / kBM), a.Cout / (wide ? 64 : 32), (a.transposed ? 4 : 1) * a.splits);
   if (wide) launch<64>(a, grid, stream);
   else launch<32>(a, grid, stream);
   SG2_LAUNCH_CHECK("conv_tf32x3_kernel");
+  if (a.splits > 1) {
+    const int64_t n4 = out_elems(a) / 4;
+    const int blocks = static_cast<int>(std::min<int64_t>((n4 + 255) / 256, 1024));
+    split_k_sum_kernel<<<blocks, 256, 0, stream>>>(reinterpret_cast<const float4*>(a.partial), n4, a.splits,
+                                                   reinterpret_cast<float4*>(a.y));
+    SG2_LAUNCH_CHECK("split_k_sum_kernel");
+  }
 }
 
 }  // namespace sg2::cuda

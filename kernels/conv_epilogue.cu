@@ -7,6 +7,7 @@
 // with shuffles in a fixed order, then lane k of the group writes image channel k, so results do
 // not depend on the batch size or the pixel's position.
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 
 #include "engine/src/cuda/cuda_check.h"
@@ -184,6 +185,141 @@ __global__ void __launch_bounds__(kThreads) conv_epilogue_kernel(EpilogueArgs a,
   }
 }
 
+// The common case: 8-channel chunks, one per lane (C <= 256), KR = img_channels <= 4 (a template
+// parameter, so the ToRGB sums and shuffles cover exactly the image channels). The sample's
+// per-channel tables (dd, bias, out_scale, ToRGB weight x style) and the image filter are staged
+// in shared memory once per block; pixels go in pairs so that two loads of y are in flight per
+// lane. Same arithmetic in the same order as conv_epilogue_kernel: bit-identical results.
+constexpr int kPairs = 2;
+
+template <typename Tin, typename Tout, int KR>
+__global__ void __launch_bounds__(kThreads, 3) conv_epilogue_tab_kernel(EpilogueArgs a, int G, int log2w) {
+  extern __shared__ float tab[];  // [dd C][bias C][out_scale C][rgb KR x C][filter 16]
+  const int C = a.C;
+  const int n = blockIdx.y;
+  float* sd = tab;
+  float* sb = sd + C;
+  float* so = sb + C;
+  float* sr = so + C;
+  float* sg = sr + KR * C;
+  for (int i = threadIdx.x; i < C; i += kThreads) {
+    sd[i] = a.dd ? a.dd[size_t(n) * a.dd_stride + i] : 1.0f;
+    sb[i] = a.bias ? a.bias[i] : 0.0f;
+    so[i] = a.out_scale ? a.out_scale[size_t(n) * a.out_scale_stride + i] : 1.0f;
+#pragma unroll
+    for (int k = 0; k < KR; ++k) sr[k * C + i] = a.rgb_weight[size_t(k) * C + i] * a.rgb_styles[size_t(n) * a.rgb_styles_stride + i];
+  }
+  const bool up4 = a.img_prev != nullptr && a.fsize == 4;
+  if (threadIdx.x < 16) sg[threadIdx.x] = up4 ? a.filter[15 - threadIdx.x] * 4.0f : 0.0f;  // g[i][j] = f[3-i][3-j] * 4
+  __syncthreads();
+
+  const int lane = threadIdx.x % 32;
+  const int lig = lane % G;
+  const int ppw = 32 / G;
+  const int chunks = C / 8;
+  const bool has = lig < chunks;
+  const int c0 = lig * 8;
+  const int HW = a.H * a.W;
+  const int warp = (blockIdx.x * kThreads + threadIdx.x) / 32;
+  const int num_warps = gridDim.x * kThreads / 32;
+  const size_t sample = size_t(n) * HW * C;
+  const Tin* y = static_cast<const Tin*>(a.y) + sample;
+  Tout* out = a.out ? static_cast<Tout*>(a.out) + sample : nullptr;
+  Tout* raw = a.raw ? static_cast<Tout*>(a.raw) + sample : nullptr;
+  const float* residual = a.residual ? a.residual + sample : nullptr;
+  const float* noise = a.noise ? a.noise + size_t(n) * a.noise_stride_n : nullptr;
+
+  for (int base = warp * ppw * kPairs; base < HW; base += num_warps * ppw * kPairs) {
+    float v[kPairs][8];
+    float nz[kPairs];
+    int hw[kPairs];
+    bool ok[kPairs];
+#pragma unroll
+    for (int u = 0; u < kPairs; ++u) {  // loads first
+      hw[u] = base + u * ppw + lane / G;
+      ok[u] = hw[u] < HW;
+      nz[u] = ok[u] && noise ? noise[hw[u]] * a.noise_strength : 0.0f;
+      if (ok[u] && has) load_vec<Tin, 8>(y + hw[u] * C + c0, v[u]);
+    }
+    float t[kPairs][KR > 0 ? KR : 1];
+#pragma unroll
+    for (int u = 0; u < kPairs; ++u) {
+#pragma unroll
+      for (int k = 0; k < KR; ++k) t[u][k] = 0.0f;
+      if (!(ok[u] && has)) continue;
+      const int off = hw[u] * C + c0;
+      float d[8], b[8];
+      load_vec<float, 8>(sd + c0, d);
+      load_vec<float, 8>(sb + c0, b);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        float q = v[u][e];
+        if (a.dd) q = q * d[e];
+        q = q + nz[u];
+        if (a.bias) q = q + b[e];
+        v[u][e] = dev::bias_act(q, a.lrelu, a.gain, a.clamp);
+      }
+      if (residual) {
+        float r[8];
+        load_vec<float, 8>(residual + off, r);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v[u][e] = v[u][e] + r[e];
+      }
+      if (out) {
+        float o[8];
+        load_vec<float, 8>(so + c0, o);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) o[e] = a.out_scale ? v[u][e] * o[e] : v[u][e];
+        store_vec<Tout, 8>(out + off, o);
+      }
+      if (raw) store_vec<Tout, 8>(raw + off, v[u]);
+#pragma unroll
+      for (int k = 0; k < KR; ++k) {
+        float w[8];
+        load_vec<float, 8>(sr + k * C + c0, w);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) t[u][k] += v[u][e] * w[e];
+      }
+    }
+    if constexpr (KR > 0) {
+#pragma unroll
+      for (int u = 0; u < kPairs; ++u) {
+#pragma unroll
+        for (int k = 0; k < KR; ++k) t[u][k] = dev::warp_sum(t[u][k], G);
+        if (!ok[u]) continue;
+        const int yy = hw[u] >> log2w, xx = hw[u] & (a.W - 1);
+        for (int kk = lig; kk < KR; kk += G) {  // lane k of the group writes image channel k (and k + G, ...)
+          float tk = t[u][0];
+#pragma unroll
+          for (int q = 1; q < KR; ++q)
+            if (q == kk) tk = t[u][q];
+          float r = tk + a.rgb_bias[kk];
+          if (a.rgb_clamp >= 0.0f) r = fminf(fmaxf(r, -a.rgb_clamp), a.rgb_clamp);
+          float up = 0.0f;
+          if (up4) {  // taps as in upsampled(): rows i0, i0 + 2 and columns j0, j0 + 2 of g
+            const float* src = a.img_prev + (size_t(n) * KR + kk) * (HW / 4);
+            const int Hi = a.H / 2, Wi = a.W / 2, i0 = yy & 1, j0 = xx & 1;
+#pragma unroll
+            for (int p = 0; p < 2; ++p) {
+              const int i = i0 + 2 * p, sy = (yy + i - 2) >> 1;
+              if (sy < 0 || sy >= Hi) continue;
+#pragma unroll
+              for (int q = 0; q < 2; ++q) {
+                const int j = j0 + 2 * q, sx = (xx + j - 2) >> 1;
+                if (sx < 0 || sx >= Wi) continue;
+                up += src[sy * Wi + sx] * sg[i * 4 + j];
+              }
+            }
+          } else if (a.img_prev) {
+            up = upsampled(a.img_prev + (size_t(n) * KR + kk) * (HW / 4), a.H / 2, a.W / 2, a.filter, a.fsize, yy, xx);
+          }
+          a.img[(size_t(n) * KR + kk) * HW + hw[u]] = up + r;
+        }
+      }
+    }
+  }
+}
+
 int pow2_at_least(int v) {
   int p = 1;
   while (p < v) p *= 2;
@@ -214,8 +350,20 @@ void launch(const EpilogueArgs& a, int log2w, cudaStream_t stream) {
   const int64_t want = std::max<int64_t>(1, (warps_needed + 8 * 8 - 1) / (8 * 8));
   const int bx = static_cast<int>(std::min<int64_t>(want, 4096));
   const dim3 grid(bx, a.N);
-  if (vec) conv_epilogue_kernel<Tin, Tout, 8><<<grid, kThreads, 0, stream>>>(a, G, log2w);
-  else conv_epilogue_kernel<Tin, Tout, 1><<<grid, kThreads, 0, stream>>>(a, G, log2w);
+  const size_t tab = (size_t(3 + a.img_channels) * a.C + 16) * sizeof(float);
+  if (vec && chunks <= G && a.img_channels <= kMaxRgb && tab <= 48 * 1024 && std::getenv("SG2_EPILOGUE_GENERAL") == nullptr) {
+    switch (a.img_channels) {
+      case 0: conv_epilogue_tab_kernel<Tin, Tout, 0><<<grid, kThreads, tab, stream>>>(a, G, log2w); break;
+      case 1: conv_epilogue_tab_kernel<Tin, Tout, 1><<<grid, kThreads, tab, stream>>>(a, G, log2w); break;
+      case 2: conv_epilogue_tab_kernel<Tin, Tout, 2><<<grid, kThreads, tab, stream>>>(a, G, log2w); break;
+      case 3: conv_epilogue_tab_kernel<Tin, Tout, 3><<<grid, kThreads, tab, stream>>>(a, G, log2w); break;
+      default: conv_epilogue_tab_kernel<Tin, Tout, 4><<<grid, kThreads, tab, stream>>>(a, G, log2w); break;
+    }
+  } else if (vec) {
+    conv_epilogue_kernel<Tin, Tout, 8><<<grid, kThreads, 0, stream>>>(a, G, log2w);
+  } else {
+    conv_epilogue_kernel<Tin, Tout, 1><<<grid, kThreads, 0, stream>>>(a, G, log2w);
+  }
   SG2_LAUNCH_CHECK("conv_epilogue_kernel");
 }
 

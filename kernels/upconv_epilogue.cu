@@ -53,19 +53,49 @@ __global__ void __launch_bounds__(kThreads) upconv_epilogue_kernel(UpEpilogueArg
   if constexpr (VEC) {  // 8 channels per access; C % 8 == 0, so a chunk is all in or all out
     const int chunk = tid & 3;
     const int cc = cb0 + chunk * 8;
-    for (int p = tid >> 2; p < SR * SC; p += kThreads / 4) {
-      const int r = p / SC, col = p - r * SC;
-      const int ty = ty0 + r, tx = tx0 + col;
-      float v[8];
-      if (ty >= 0 && ty < a.TH && tx >= 0 && tx < a.TW && cc < a.C) {
-        dev::load8(t + (size_t(ty) * a.TW + tx) * a.C + cc, v);
-      } else {
+    // the window in rounds of kRounds loads issued back to back (memory-level parallelism), then
+    // their conversions and shared stores
+    constexpr int kStep = kThreads / 4, kRounds = 4;
+    for (int p0 = tid >> 2; p0 < SR * SC; p0 += kStep * kRounds) {
+      uint4 raw[kRounds];  // 8 channels of Tin (fp32: first half of the 32 bytes)
+      float4 raw_hi[kRounds];
+      bool in[kRounds];
 #pragma unroll
-        for (int e = 0; e < 8; ++e) v[e] = 0.0f;
+      for (int u = 0; u < kRounds; ++u) {
+        const int p = p0 + u * kStep;
+        const int r = p / SC, col = p - r * SC;
+        const int ty = ty0 + r, tx = tx0 + col;
+        in[u] = p < SR * SC && ty >= 0 && ty < a.TH && tx >= 0 && tx < a.TW && cc < a.C;
+        raw[u] = make_uint4(0u, 0u, 0u, 0u);
+        raw_hi[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (in[u]) {
+          const Tin* src = t + (size_t(ty) * a.TW + tx) * a.C + cc;
+          raw[u] = *reinterpret_cast<const uint4*>(src);
+          if constexpr (sizeof(Tin) == 4) raw_hi[u] = *reinterpret_cast<const float4*>(src + 4);
+        }
       }
-      float4* dst = reinterpret_cast<float4*>(S + p * kCB + chunk * 8);
-      dst[0] = make_float4(v[0], v[1], v[2], v[3]);
-      dst[1] = make_float4(v[4], v[5], v[6], v[7]);
+#pragma unroll
+      for (int u = 0; u < kRounds; ++u) {
+        const int p = p0 + u * kStep;
+        if (p >= SR * SC) break;
+        float v[8];
+        if constexpr (sizeof(Tin) == 4) {
+          const float4 lo = *reinterpret_cast<const float4*>(&raw[u]);
+          v[0] = lo.x; v[1] = lo.y; v[2] = lo.z; v[3] = lo.w;
+          v[4] = raw_hi[u].x; v[5] = raw_hi[u].y; v[6] = raw_hi[u].z; v[7] = raw_hi[u].w;
+        } else {
+          const __half2* h = reinterpret_cast<const __half2*>(&raw[u]);
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            const float2 f = __half22float2(h[q]);
+            v[2 * q] = f.x;
+            v[2 * q + 1] = f.y;
+          }
+        }
+        float4* dst = reinterpret_cast<float4*>(S + p * kCB + chunk * 8);
+        dst[0] = make_float4(v[0], v[1], v[2], v[3]);
+        dst[1] = make_float4(v[4], v[5], v[6], v[7]);
+      }
     }
   } else {
     for (int idx = tid; idx < SR * SC * kCB; idx += kThreads) {

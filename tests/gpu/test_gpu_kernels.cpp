@@ -459,7 +459,7 @@ struct ConvCase {
 };
 
 /// conv on the device vs the CPU reference. weight [Cout, Cin, k, k] (PyTorch order).
-enum class ConvImpl { direct, cudnn, simt, tf32x3 };
+enum class ConvImpl { direct, cudnn, simt, tf32x3, tf32x3_split8 };
 
 /// Returns max |device - reference| / scale_of(reference).
 double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl impl, uint32_t seed) {
@@ -483,7 +483,7 @@ double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl imp
   const int OH = static_cast<int>(ref.dim(2));
   auto d_y = poisoned(size_t(c.N) * c.Cout * OH * OH, dt);
   std::string how;
-  if (impl == ConvImpl::tf32x3) {
+  if (impl == ConvImpl::tf32x3 || impl == ConvImpl::tf32x3_split8) {
     std::vector<float> hi(size_t(wd.numel())), lo(size_t(wd.numel()));
     cuda::tf32x3_split_weights(wd.data(), hi.size(), hi.data(), lo.data());
     auto d_hi = to_device(hi), d_lo = to_device(lo);
@@ -497,13 +497,18 @@ double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl imp
     a.w_hi = d_hi.as<float>();
     a.w_lo = d_lo.as<float>();
     a.y = d_y.as<float>();
+    // split-K by 8: uneven ranges, and empty ones where a phase has fewer than 8 chunks
+    if (impl == ConvImpl::tf32x3_split8) a.splits = 8;
+    cuda::DeviceBuffer partial(std::max<size_t>(cuda::conv2d_tf32x3_workspace(a), 16), nullptr);
+    SG2_CUDA_CHECK(cudaMemset(partial.get(), 0xff, partial.bytes()));  // NaN: every partial must be written
+    a.partial = partial.as<float>();
     if (!cuda::conv2d_tf32x3_supports(a)) {
       ADD_FAILURE() << "the 3xTF32 kernel refuses a shape it should take";
       return 1.0;
     }
     cuda::conv2d_tf32x3(a, nullptr);
     SG2_CUDA_CHECK(cudaDeviceSynchronize());
-    how = "3xtf32";
+    how = a.splits > 1 ? "3xtf32 split-k 8" : "3xtf32";
   } else if (impl == ConvImpl::simt) {
     cuda::SimtConvArgs a;
     a.N = c.N;
@@ -617,7 +622,10 @@ const ConvCase kTcCases[] = {{2, 16, 32, 32, 3, false}, {2, 16, 64, 32, 3, true}
 TEST(GpuKernels, Tf32x3ConvMatchesReference) {
   SG2_REQUIRE_GPU();
   uint32_t seed = 950;
-  for (const ConvCase& c : kTcCases) check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3, seed += 2);
+  for (const ConvCase& c : kTcCases) {
+    check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3, seed += 2);
+    check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3_split8, seed += 2);
+  }
 }
 
 // The 3xTF32 kernel is as accurate as FMA fp32 (kernels/conv2d_tf32x3.h) and far more accurate

@@ -156,9 +156,8 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const ConvShape& s, ConvMath math, si
     const bool first = res >= 128 || (res >= 64 && s.N < 8) || simt_only;
     if (first) candidates_.insert(candidates_.begin(), simt);
     else candidates_.push_back(simt);
-    // fp32-accurate on tensor cores (kernels/conv2d_tf32x3.h): first wherever one launch fills
-    // the GPU (a wave of 132 blocks), else last (no split-K: small layers at small batches go to
-    // cuDNN).
+    // fp32-accurate on tensor cores (kernels/conv2d_tf32x3.h): first, with split-K where one
+    // launch would not fill the GPU.
     if (!simt_only) {
       Tf32x3ConvArgs probe;
       probe.N = s.N;
@@ -167,9 +166,13 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const ConvShape& s, ConvMath math, si
       probe.Cin = s.Cin;
       probe.Cout = s.Cout;
       probe.transposed = s.transposed;
-      const Candidate tc{kTf32x3Algo, CUDNN_FMA_MATH, 0};
-      if (conv2d_tf32x3_blocks(probe) >= 132) candidates_.insert(candidates_.begin(), tc);
-      else candidates_.push_back(tc);
+      int dev = 0, sms = 0;
+      SG2_CUDA_CHECK(cudaGetDevice(&dev));
+      SG2_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+      probe.splits = conv2d_tf32x3_choose_splits(probe, sms);  // split-K where one launch would not fill the GPU
+      tc_splits_ = probe.splits;
+      const size_t ws = conv2d_tf32x3_workspace(probe);
+      if (ws <= workspace_limit) candidates_.insert(candidates_.begin(), Candidate{kTf32x3Algo, CUDNN_FMA_MATH, ws});
     }
   }
   for (const Candidate& c : candidates_) max_ws_ = std::max(max_ws_, c.ws);
@@ -192,7 +195,9 @@ bool CudnnConv::try_run(int ci, const void* x, const void* w, void* y, void* ws,
     a.w_hi = w_hi_;
     a.w_lo = w_lo_;
     a.y = static_cast<float*>(y);
-    if (!conv2d_tf32x3_supports(a)) return false;
+    a.splits = tc_splits_;
+    a.partial = static_cast<float*>(ws);
+    if (c.ws > ws_bytes || !conv2d_tf32x3_supports(a)) return false;
     conv2d_tf32x3(a, stream);
     return true;
   }

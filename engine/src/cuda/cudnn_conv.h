@@ -81,6 +81,7 @@ class CudnnConv {
   };
   std::vector<Candidate> candidates_;
   size_t max_ws_ = 0;
+  int tc_splits_ = 1;  // split-K of the 3xTF32 kernel
   const float* w_hi_ = nullptr;
   const float* w_lo_ = nullptr;
   int selected_ = -1;  // index into candidates_, -1: direct kernel
