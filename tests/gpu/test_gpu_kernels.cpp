@@ -245,7 +245,8 @@ struct EpiCase {
   bool per_sample_noise, residual, img_prev, clamp;
 };
 
-void run_epilogue_case(const EpiCase& k, uint32_t seed) {
+/// Runs one case against the reference; returns the device's out, raw and image.
+std::vector<Tensor> run_epilogue_case(const EpiCase& k, uint32_t seed) {
   const int N = k.N, C = k.C, H = k.H, W = k.H, K = k.img_channels;
   const std::vector<float> filter = make_filter2d({1, 3, 3, 1});
   Tensor y = randn({N, C, H, W}, seed, 3.0f);
@@ -332,6 +333,8 @@ void run_epilogue_case(const EpiCase& k, uint32_t seed) {
   EXPECT_TRUE(near_rel(to_nchw(from_device(d_out.get(), {N, H, W, C}, k.out)), out, tol, label + " out"));
   EXPECT_TRUE(near_rel(to_nchw(from_device(d_raw.get(), {N, H, W, C}, k.out)), v, tol, label + " raw"));
   if (K > 0) EXPECT_TRUE(near_rel(from_device(d_img.get(), {N, K, H, W}), img_ref, 1e-5, label + " img"));
+  return {from_device(d_out.get(), {N, H, W, C}, k.out), from_device(d_raw.get(), {N, H, W, C}, k.out),
+          from_device(d_img.get(), {N, std::max(K, 1), H, W})};
 }
 
 }  // namespace
@@ -354,6 +357,27 @@ TEST(GpuKernels, ConvEpilogueMatchesReference) {
   };
   uint32_t seed = 100;
   for (const EpiCase& k : cases) run_epilogue_case(k, seed += 10);
+}
+
+// The shared-table kernel (one chunk per lane, <= 4 image channels) and the general kernel give
+// the same bits (SG2_EPILOGUE_GENERAL=1 forces the general one).
+TEST(GpuKernels, ConvEpilogueKernelsAgreeBitForBit) {
+  SG2_REQUIRE_GPU();
+  const EpiCase cases[] = {{3, 32, 16, 3, DType::f16, DType::f16, true, false, true, true},
+                           {2, 64, 8, 4, DType::f32, DType::f32, false, true, true, false},
+                           {2, 256, 8, 0, DType::f32, DType::f16, true, false, false, true},
+                           {1, 8, 32, 1, DType::f16, DType::f32, true, true, true, false}};
+  uint32_t seed = 900;
+  for (const EpiCase& k : cases) {
+    const auto tab = run_epilogue_case(k, seed);
+    ASSERT_EQ(setenv("SG2_EPILOGUE_GENERAL", "1", 1), 0);
+    const auto general = run_epilogue_case(k, seed);
+    unsetenv("SG2_EPILOGUE_GENERAL");
+    for (size_t i = 0; i < tab.size(); ++i)
+      EXPECT_EQ(std::memcmp(tab[i].data(), general[i].data(), size_t(tab[i].numel()) * sizeof(float)), 0)
+          << "case C=" << k.C << " K=" << k.img_channels << " output " << i;
+    seed += 10;
+  }
 }
 
 // --- up-conv epilogue ----------------------------------------------------------------------
