@@ -25,6 +25,7 @@ namespace sg2::cuda {
 namespace {
 
 constexpr int kBM = 128, kBK = 32, kThreads = 256;
+constexpr int kLaunchStages = 3;  // pipeline depth of the launched variant
 constexpr int kAP = kBK + 4;  // A row pitch (floats)
 constexpr int kBPf = kBK + 4;  // forward B row pitch
 
@@ -284,7 +285,7 @@ void launch(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
   // Chained 32-deep chunks, 3 stages, 2 blocks per SM: the fastest of the variants measured on an
   // H200 (docs/performance-notes.md, run 7: every-step adds 231 img/s, chunk chains with 4 stages
   // and 1 block/SM 233, this 242 at ffhq1024-f fp32 batch 32), at the FMA path's accuracy.
-  launch_v<BN, 4, 3, 2>(a, grid, stream);
+  launch_v<BN, 4, kLaunchStages, 2>(a, grid, stream);
 }
 
 }  // namespace
@@ -310,6 +311,10 @@ int conv2d_tf32x3_choose_splits(const Tf32x3ConvArgs& a, int num_sms) {
   // two resident blocks per SM; at least 4 chunks per split
   while (s < 32 && blocks * (2 * s) <= 2 * num_sms && chunks / (2 * s) >= 4) s *= 2;
   return s;
+}
+
+size_t conv2d_tf32x3_smem_bytes(const Tf32x3ConvArgs& a) {
+  return a.Cout % 64 == 0 ? Smem<64>::bytes(kLaunchStages) : Smem<32>::bytes(kLaunchStages);
 }
 
 size_t conv2d_tf32x3_workspace(const Tf32x3ConvArgs& a) {

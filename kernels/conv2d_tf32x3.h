@@ -60,6 +60,9 @@ bool conv2d_tf32x3_supports(const Tf32x3ConvArgs& a);
 int64_t conv2d_tf32x3_blocks(const Tf32x3ConvArgs& a);
 /// Split-K factor (1, 2, 4, ... 32) that lets a launch fill `num_sms` SMs (small layers, small batches).
 int conv2d_tf32x3_choose_splits(const Tf32x3ConvArgs& a, int num_sms);
+/// Dynamic shared memory of one block (about 111 KiB for Cout % 64 == 0): the device must allow
+/// that much per block (cudaDevAttrMaxSharedMemoryPerBlockOptin; not sm_86/sm_89, whose limit is 99 KiB).
+size_t conv2d_tf32x3_smem_bytes(const Tf32x3ConvArgs& a);
 /// Bytes of `partial` for a.splits (0 when 1).
 size_t conv2d_tf32x3_workspace(const Tf32x3ConvArgs& a);
 /// y = conv(x, w_hi + w_lo) (see above); throws Error(internal) for an unsupported shape.

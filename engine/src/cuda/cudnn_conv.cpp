@@ -166,13 +166,17 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const ConvShape& s, ConvMath math, si
       probe.Cin = s.Cin;
       probe.Cout = s.Cout;
       probe.transposed = s.transposed;
-      int dev = 0, sms = 0;
+      int dev = 0, sms = 0, smem = 0, cc = 0;
       SG2_CUDA_CHECK(cudaGetDevice(&dev));
       SG2_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+      SG2_CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+      SG2_CUDA_CHECK(cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, dev));
       probe.splits = conv2d_tf32x3_choose_splits(probe, sms);  // split-K where one launch would not fill the GPU
       tc_splits_ = probe.splits;
       const size_t ws = conv2d_tf32x3_workspace(probe);
-      if (ws <= workspace_limit) candidates_.insert(candidates_.begin(), Candidate{kTf32x3Algo, CUDNN_FMA_MATH, ws});
+      // sm_80+ (TF32 MMA, cp.async) with enough shared memory per block (not sm_86/sm_89)
+      if (cc >= 8 && conv2d_tf32x3_smem_bytes(probe) <= size_t(smem) && ws <= workspace_limit)
+        candidates_.insert(candidates_.begin(), Candidate{kTf32x3Algo, CUDNN_FMA_MATH, ws});
     }
   }
   for (const Candidate& c : candidates_) max_ws_ = std::max(max_ws_, c.ws);
