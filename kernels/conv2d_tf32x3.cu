@@ -38,11 +38,13 @@ struct Smem {
   static constexpr size_t bytes(int stages) { return size_t(stages) * kStage * sizeof(float); }
 };
 
-/// v -> (hi, lo) as TF32 register operands: hi = v rounded to 10 significand bits (to nearest,
-/// ties away; integer ops, not the slow conversion pipe), lo = v - hi exactly, whose low 13 bits the
-/// tensor core ignores (a relative error below 2^-10 of lo, 2^-21 of v). Finite v only.
+/// v -> (hi, lo) as TF32 register operands: hi = v truncated to 10 significand bits (one integer
+/// op, not the slow conversion pipe; never overflows), lo = v - hi exactly (|lo| < 2^-10 |v|), whose
+/// low 13 bits the tensor core ignores (an error below 2^-10 of lo, 2^-20 of v; modelled: the
+/// convolution error stays 3x below float32 accumulation's, docs/performance-notes.md). An inf
+/// activation gives nan (inf - inf), where an FMA convolution would usually give inf or nan too.
 __device__ __forceinline__ void split(float v, uint32_t& hi, uint32_t& lo) {
-  hi = (__float_as_uint(v) + 0x1000u) & 0xffffe000u;
+  hi = __float_as_uint(v) & 0xffffe000u;
   lo = __float_as_uint(v - __uint_as_float(hi));
 }
 
@@ -64,10 +66,11 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-// KCHAIN: 8-deep k steps chained in the tensor core before each fp32 add (1: every step; 4: the
+// TR: the stride-2 transposed conv (4 phases). KCHAIN: 8-deep k steps chained in the tensor core
+// before each fp32 add (1: every step; 4: the
 // whole 32-deep chunk, a quarter of the adds for about twice the truncation error, still at the
 // FMA path's level). kStages: pipeline depth; MINB: resident blocks per SM (register budget).
-template <int BN, int KCHAIN, int kStages, int MINB>
+template <int BN, int KCHAIN, int kStages, int MINB, bool TR>
 __global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvArgs a) {
   using S = Smem<BN>;
   constexpr int WN = BN / 2;  // channels per warp
@@ -77,23 +80,23 @@ __global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvA
   extern __shared__ __align__(16) float smem[];
 
   const int tid = threadIdx.x;
-  const int phases = a.transposed ? 4 : 1;
+  const int phases = TR ? 4 : 1;
   const int phase = int(blockIdx.z) % phases, split_k = int(blockIdx.z) / phases;
   const int py = phase >> 1, px = phase & 1;
-  const int Ho = a.transposed ? a.H + 1 - py : a.H;
-  const int Wo = a.transposed ? a.W + 1 - px : a.W;
+  const int Ho = TR ? a.H + 1 - py : a.H;
+  const int Wo = TR ? a.W + 1 - px : a.W;
   const int HWo = Ho * Wo;
   const int M = a.N * HWo;
   const int m0 = blockIdx.x * kBM, n0 = blockIdx.y * BN;
   if (m0 >= M) return;  // whole block (phases have different sizes)
-  const int ny = a.transposed ? (py ? 1 : 2) : 3, nx = a.transposed ? (px ? 1 : 2) : 3;
+  const int ny = TR ? (py ? 1 : 2) : 3, nx = TR ? (px ? 1 : 2) : 3;
   const int cpt = a.Cin / kBK;  // chunks per tap
   const int all_chunks = ny * nx * cpt;
   // split-K: this block sums chunks [c0, c0 + nchunks) into its own partial output
   const int per_split = (all_chunks + a.splits - 1) / a.splits;
   const int cbeg = min(all_chunks, split_k * per_split);
   const int nchunks = min(all_chunks, cbeg + per_split) - cbeg;
-  float* const yout = a.splits > 1 ? a.partial + size_t(split_k) * a.N * (a.transposed ? (2 * a.H + 1) * (2 * a.W + 1)
+  float* const yout = a.splits > 1 ? a.partial + size_t(split_k) * a.N * (TR ? (2 * a.H + 1) * (2 * a.W + 1)
                                                                                   : a.H * a.W) * a.Cout
                                    : a.y;
 
@@ -121,7 +124,7 @@ __global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvA
     float* Bl = Bh + S::kB;
     const int t = c / cpt, ci0 = (c - t * cpt) * kBK;
     int ky, kx, dy, dx;
-    if (a.transposed) {
+    if (TR) {
       const int ty_ = t / nx, tx_ = t - ty_ * nx;
       ky = py ? 1 : 2 * ty_;
       kx = px ? 1 : 2 * tx_;
@@ -141,7 +144,7 @@ __global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvA
       const float* src = in ? a.x + (size_t(apix[j]) + size_t(iy) * a.W + ix) * a.Cin + ci0 + 4 * aseg : a.x;
       cp_async16(As + ((tid >> 3) + 32 * j) * kAP + 4 * aseg, src, in ? 16 : 0);
     }
-    if (a.transposed) {
+    if (TR) {
       // kBK rows (input channels) of BN output channels: BN / 4 segments per row
       constexpr int segs = BN / 4, total = kBK * segs;
 #pragma unroll
@@ -203,8 +206,8 @@ __global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvA
 #pragma unroll
       for (int j = 0; j < NT; ++j) {  // one n8 tile's filter fragments at a time (registers)
         const int n = wn + 8 * j + g;
-        const int i0 = a.transposed ? (ks + t4) * kBPt + n : n * kBPf + ks + t4;
-        const int i1 = a.transposed ? i0 + 4 * kBPt : i0 + 4;
+        const int i0 = TR ? (ks + t4) * kBPt + n : n * kBPf + ks + t4;
+        const int i1 = TR ? i0 + 4 * kBPt : i0 + 4;
         const uint32_t bhi[2] = {Bh[i0], Bh[i1]}, blo[2] = {Bl[i0], Bl[i1]};
 #pragma unroll
         for (int i = 0; i < MT; ++i) {
@@ -237,7 +240,7 @@ __global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvA
       const int m = m0 + wm + 16 * i + g + 8 * h;
       if (m >= M) continue;
       size_t o;
-      if (a.transposed) {
+      if (TR) {
         const int n = m / HWo, r = m - n * HWo, oy = r / Wo, ox = r - oy * Wo;
         o = ((size_t(n) * TH + 2 * oy + py) * TW + 2 * ox + px) * a.Cout;
       } else {
@@ -274,7 +277,8 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) ==
 template <int BN, int KCHAIN, int STAGES, int MINB>
 void launch_v(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
   constexpr size_t bytes = Smem<BN>::bytes(STAGES);
-  auto* k = conv_tf32x3_kernel<BN, KCHAIN, STAGES, MINB>;
+  // the transposed conv is a template parameter: no run-time selects in the inner loops
+  auto* k = a.transposed ? conv_tf32x3_kernel<BN, KCHAIN, STAGES, MINB, true> : conv_tf32x3_kernel<BN, KCHAIN, STAGES, MINB, false>;
   // opt in to more than 48 KiB of dynamic shared memory (a host-side setting; cheap)
   SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
   k<<<grid, kThreads, bytes, stream>>>(a);
@@ -290,11 +294,18 @@ void launch(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
 
 }  // namespace
 
+bool conv2d_tf32x3_shape_ok(const Tf32x3ConvArgs& a) {
+  const int64_t M = int64_t(a.N) * (a.H + 1) * (a.W + 1);
+  const int64_t in = int64_t(a.N) * a.H * a.W;
+  return a.N > 0 && a.H > 0 && a.W > 0 && a.H < 16384 && a.W < 16384 && a.Cin > 0 && a.Cin % kBK == 0 &&
+         a.Cout > 0 && a.Cout % 32 == 0 && M < (int64_t(1) << 31) - kBM && in < (int64_t(1) << 31);
+}
+
 bool conv2d_tf32x3_supports(const Tf32x3ConvArgs& a) {
   const int64_t M = int64_t(a.N) * (a.H + 1) * (a.W + 1);
   const int64_t in = int64_t(a.N) * a.H * a.W;
-  return a.N > 0 && a.H < 16384 && a.W < 16384 && a.Cin % kBK == 0 && a.Cout % 32 == 0 && a.Cout > 0 &&
-         M < (int64_t(1) << 31) - kBM &&
+  return conv2d_tf32x3_shape_ok(a) && a.x && a.y && a.N > 0 && a.H < 16384 && a.W < 16384 && a.Cin % kBK == 0 &&
+         a.Cout % 32 == 0 && a.Cout > 0 && M < (int64_t(1) << 31) - kBM &&
          in < (int64_t(1) << 31) && aligned16(a.x) && a.w_hi && a.w_lo && aligned16(a.w_hi) && aligned16(a.w_lo) &&
          aligned16(a.y) && a.splits >= 1 && a.splits <= 32 && (a.splits == 1 || aligned16(a.partial));
 }

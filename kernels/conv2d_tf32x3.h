@@ -6,18 +6,21 @@
 //   transposed: 3x3, stride 2, no padding; w [Cin, 3, 3, Cout]; four phase GEMMs
 //
 // Why it is as accurate as fp32 FMAs (docs/performance-notes.md, "fp32 on tensor cores"):
-//  * each operand is split into a TF32 head and tail, v = hi(v) + lo(v), hi = v rounded to 10
-//    significand bits, lo = v - hi (exact) rounded again to TF32; a product is
-//    hi(x)hi(w) + lo(x)hi(w) + hi(x)lo(w), accurate to about 2^-21 relative (the dropped
-//    lo(x)lo(w) and lo's own rounding are below 2^-22);
+//  * each operand is split into a TF32 head and tail, v = hi(v) + lo(v) (the filter: hi rounded to
+//    nearest at load; the activations: hi truncated, in the kernel), lo = v - hi exact, itself cut
+//    to TF32 by the tensor core; a product is hi(x)hi(w) + lo(x)hi(w) + hi(x)lo(w), accurate to
+//    about 2^-20 relative (the dropped lo(x)lo(w) is below 2^-20 too), errors that average out in
+//    the sum far below float32 accumulation's own;
 //  * a tensor core adds with truncation (round toward zero), so summing a long k into one
 //    tensor-core accumulator drifts by about k/8 ulps (measured: cuDNN's TF32 kernels fed split
 //    operands err 4.6e-5 relative on a 512-channel layer, FMA fp32 3.8e-7). Here every 32-deep chunk of k
 //    starts from zero in the tensor core (twelve chained MMAs) and is then added to an fp32
 //    register accumulator with an ordinary round-to-nearest add, as an FMA convolution would.
 // Measured against the CPU reference it matches the SIMT/cuDNN FMA paths' error
-// (tests/gpu/test_gpu_kernels.cpp Tf32x3ConvIsAsAccurateAsFma). Fixed summation order: the result
-// does not depend on the batch size or the sample's position.
+// (tests/gpu/test_gpu_kernels.cpp Tf32x3ConvIsAsAccurateAsFma). Deterministic: the summation
+// order depends only on the shape and the split-K factor, never on a sample's position in the
+// batch; the engine's split-K factor depends on the batch size (conv2d_tf32x3_choose_splits), so
+// different batch sizes may differ in the last bits.
 // Needs sm_80+, Cin % 32 == 0, Cout % 32 == 0 and 16-byte aligned buffers (supports() says).
 #pragma once
 
@@ -55,13 +58,16 @@ inline void tf32x3_split_weights(const float* w, size_t n, float* hi, float* lo)
   }
 }
 
+/// The shape alone (no pointers): Cin % 32 == 0, Cout % 32 == 0, sizes in range.
+bool conv2d_tf32x3_shape_ok(const Tf32x3ConvArgs& a);
+/// Shape and buffers (non-null, 16-byte aligned; partial for splits > 1).
 bool conv2d_tf32x3_supports(const Tf32x3ConvArgs& a);
 /// Thread blocks of one launch (to judge whether the shape fills the GPU).
 int64_t conv2d_tf32x3_blocks(const Tf32x3ConvArgs& a);
 /// Split-K factor (1, 2, 4, ... 32) that lets a launch fill `num_sms` SMs (small layers, small batches).
 int conv2d_tf32x3_choose_splits(const Tf32x3ConvArgs& a, int num_sms);
-/// Dynamic shared memory of one block (about 111 KiB for Cout % 64 == 0): the device must allow
-/// that much per block (cudaDevAttrMaxSharedMemoryPerBlockOptin; not sm_86/sm_89, whose limit is 99 KiB).
+/// Dynamic shared memory of one block (108 KiB for Cout % 64 == 0): the device must allow that
+/// much per block (cudaDevAttrMaxSharedMemoryPerBlockOptin; not sm_86/sm_89, whose limit is 99 KiB).
 size_t conv2d_tf32x3_smem_bytes(const Tf32x3ConvArgs& a);
 /// Bytes of `partial` for a.splits (0 when 1).
 size_t conv2d_tf32x3_workspace(const Tf32x3ConvArgs& a);

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "backend.h"
+#include "cuda/cudnn_conv.h"
 #include "cuda/device_bench.h"
 #include "gpu_test_util.h"
 #include "sg2/error.h"
@@ -282,7 +283,19 @@ TEST(GpuGenerator, Fp32OnTensorCoresIsAsAccurateAsFma) {
     for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, double(std::fabs(a[i] - b[i])));
     return m;
   };
-  const Tensor tc = Generator(model, opts(Device::Kind::cuda)).synthesize(ws);
+  Generator tc_gen(model, opts(Device::Kind::cuda));
+  const Tensor tc = tc_gen.synthesize(ws);
+  // the 3xTF32 kernel must really have run (where this GPU can run it)
+  if (cuda::tf32x3_usable(512, 512)) {
+    DeviceBench* b = tc_gen.backend().device_bench();
+    ASSERT_NE(b, nullptr);
+    const DeviceBench::Result r = b->time_generate(2, 0, 1, 1);
+    int n_tc = 0;
+    for (const std::string& d : r.conv_algorithms) n_tc += d.find("3xtf32") != std::string::npos ? 1 : 0;
+    EXPECT_GE(n_tc, 8) << "the 512-channel convolutions should run on the 3xTF32 kernel";
+  } else {
+    std::cout << "  this GPU cannot run the 3xTF32 kernel: fp32 ran on the FMA path\n";
+  }
   const Tensor tf32 = Generator(model, opts(Device::Kind::cuda, Precision::tf32)).synthesize(ws);
   ASSERT_EQ(setenv("SG2_FP32_CONV", "simt", 1), 0);
   Tensor fma;

@@ -366,7 +366,8 @@ TEST(GpuKernels, ConvEpilogueKernelsAgreeBitForBit) {
   const EpiCase cases[] = {{3, 32, 16, 3, DType::f16, DType::f16, true, false, true, true},
                            {2, 64, 8, 4, DType::f32, DType::f32, false, true, true, false},
                            {2, 256, 8, 0, DType::f32, DType::f16, true, false, false, true},
-                           {1, 8, 32, 1, DType::f16, DType::f32, true, true, true, false}};
+                           {1, 8, 32, 1, DType::f16, DType::f32, true, true, true, false},
+                           {2, 32, 8, 2, DType::f32, DType::f32, false, false, true, true}};
   uint32_t seed = 900;
   for (const EpiCase& k : cases) {
     const auto tab = run_epilogue_case(k, seed);

@@ -36,6 +36,16 @@ const char* fp32_conv_choice() {
   return e ? e : "";
 }
 
+bool device_runs_tf32x3() {
+  int dev = 0, smem = 0, cc = 0;
+  SG2_CUDA_CHECK(cudaGetDevice(&dev));
+  SG2_CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  SG2_CUDA_CHECK(cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, dev));
+  Tf32x3ConvArgs widest;
+  widest.Cout = 64;
+  return cc >= 8 && conv2d_tf32x3_smem_bytes(widest) <= size_t(smem);
+}
+
 bool use_direct_only() {
   const char* e = std::getenv("SG2_CONV");
   return e != nullptr && std::strcmp(e, "direct") == 0;
@@ -76,6 +86,15 @@ struct CudnnConv::Part {
   Part(const Part&) = delete;
   Part& operator=(const Part&) = delete;
 };
+
+bool tf32x3_usable(int cin, int cout) {
+  if (std::strcmp(fp32_conv_choice(), "simt") == 0 || std::strcmp(fp32_conv_choice(), "cudnn") == 0) return false;
+  Tf32x3ConvArgs probe;
+  probe.N = probe.H = probe.W = 1;
+  probe.Cin = cin;
+  probe.Cout = cout;
+  return conv2d_tf32x3_shape_ok(probe) && device_runs_tf32x3();
+}
 
 CudnnConv::CudnnConv(cudnnHandle_t handle, const ConvShape& s, ConvMath math, size_t workspace_limit)
     : handle_(handle), shape_(s), math_(math) {
@@ -166,16 +185,14 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const ConvShape& s, ConvMath math, si
       probe.Cin = s.Cin;
       probe.Cout = s.Cout;
       probe.transposed = s.transposed;
-      int dev = 0, sms = 0, smem = 0, cc = 0;
+      int dev = 0, sms = 0;
       SG2_CUDA_CHECK(cudaGetDevice(&dev));
       SG2_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-      SG2_CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-      SG2_CUDA_CHECK(cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, dev));
       probe.splits = conv2d_tf32x3_choose_splits(probe, sms);  // split-K where one launch would not fill the GPU
       tc_splits_ = probe.splits;
       const size_t ws = conv2d_tf32x3_workspace(probe);
       // sm_80+ (TF32 MMA, cp.async) with enough shared memory per block (not sm_86/sm_89)
-      if (cc >= 8 && conv2d_tf32x3_smem_bytes(probe) <= size_t(smem) && ws <= workspace_limit)
+      if (conv2d_tf32x3_shape_ok(probe) && device_runs_tf32x3() && ws <= workspace_limit)
         candidates_.insert(candidates_.begin(), Candidate{kTf32x3Algo, CUDNN_FMA_MATH, ws});
     }
   }

@@ -38,6 +38,11 @@ struct ConvShape {
   int out_w() const { return transposed ? 2 * W + k - 2 : W + 2 * pad - k + 1; }
 };
 
+/// Whether the 3xTF32 kernel (kernels/conv2d_tf32x3.h) can serve a strict-fp32 3x3 convolution of
+/// these channels on the current device: sm_80+, enough shared memory per block, Cin and Cout
+/// multiples of 32, and SG2_FP32_CONV not set to simt or cudnn.
+bool tf32x3_usable(int cin, int cout);
+
 class CudnnConv {
  public:
   /// Describes the convolution and asks cuDNN for candidates (no device work).

@@ -140,7 +140,7 @@ DeviceModel::DeviceModel(const Model& model, Precision precision, MemoryStats* s
           dev[idx] = v;
         }
     c.weight_off = ar.add(dev, dt);
-    if (c.math == ConvMath::fp32_strict) {  // for the 3xTF32 kernel
+    if (c.math == ConvMath::fp32_strict && tf32x3_usable(I, O)) {  // for the 3xTF32 kernel
       std::vector<float> hi(dev.size()), lo(dev.size());
       tf32x3_split_weights(dev.data(), dev.size(), hi.data(), lo.data());
       c.weight_hi_off = ar.add(hi);
