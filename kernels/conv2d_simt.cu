@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "engine/src/cuda/cuda_check.h"
+#include "kernels/conv_taps.cuh"
 #include "kernels/conv2d_simt.h"
 
 namespace sg2::cuda {
@@ -58,20 +59,8 @@ __global__ void __launch_bounds__(kThreads) conv_simt_kernel(SimtConvArgs a) {
   float4 ra, rb;
   auto load = [&](int c) {
     const int t = c / cpt, ci0 = (c - t * cpt) * kBK;
-    int ky, kx, dy, dx;
-    if (a.transposed) {
-      const int ty_ = t / nx, tx_ = t - ty_ * nx;
-      ky = py ? 1 : 2 * ty_;
-      kx = px ? 1 : 2 * tx_;
-      dy = (py - ky) / 2;
-      dx = (px - kx) / 2;
-    } else {
-      ky = t / 3;
-      kx = t - ky * 3;
-      dy = ky - 1;
-      dx = kx - 1;
-    }
-    const int tap = ky * 3 + kx;
+    const dev::ConvTap tp = dev::conv_tap(a.transposed, t, py, px, nx);
+    const int tap = tp.index, dy = tp.dy, dx = tp.dx;
     const int iy = ay + dy, ix = ax + dx;
     if (a_ok && iy >= 0 && iy < a.H && ix >= 0 && ix < a.W)
       ra = *reinterpret_cast<const float4*>(xn + (size_t(iy) * a.W + ix) * a.Cin + ci0 + 4 * ah);

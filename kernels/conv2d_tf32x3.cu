@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "engine/src/cuda/cuda_check.h"
+#include "kernels/conv_taps.cuh"
 #include "kernels/conv2d_tf32x3.h"
 
 namespace sg2::cuda {
@@ -123,20 +124,8 @@ __global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvA
     float* Bh = As + S::kA;
     float* Bl = Bh + S::kB;
     const int t = c / cpt, ci0 = (c - t * cpt) * kBK;
-    int ky, kx, dy, dx;
-    if (TR) {
-      const int ty_ = t / nx, tx_ = t - ty_ * nx;
-      ky = py ? 1 : 2 * ty_;
-      kx = px ? 1 : 2 * tx_;
-      dy = (py - ky) / 2;
-      dx = (px - kx) / 2;
-    } else {
-      ky = t / 3;
-      kx = t - ky * 3;
-      dy = ky - 1;
-      dx = kx - 1;
-    }
-    const int tap = ky * 3 + kx;
+    const dev::ConvTap tp = dev::conv_tap(TR, t, py, px, nx);
+    const int tap = tp.index, dy = tp.dy, dx = tp.dx;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int iy = (ayx[j] >> 16) + dy, ix = (ayx[j] & 0xffff) + dx;

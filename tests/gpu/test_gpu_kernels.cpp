@@ -644,24 +644,12 @@ const ConvCase kTcCases[] = {{2, 16, 32, 32, 3, false}, {2, 16, 64, 32, 3, true}
                              {3, 5, 32, 128, 3, true},  {2, 7, 64, 256, 3, false},  {1, 3, 96, 384, 3, true},
                              {1, 13, 160, 96, 3, false}};
 
-/// The 3xTF32 kernel needs sm_80+ and ~111 KiB of shared memory per block (not sm_86/sm_89).
-bool tf32x3_runs_here(std::string* why) {
-  int dev = 0, smem = 0, cc = 0;
-  SG2_CUDA_CHECK(cudaGetDevice(&dev));
-  SG2_CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  SG2_CUDA_CHECK(cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, dev));
-  cuda::Tf32x3ConvArgs probe;
-  probe.Cout = 64;
-  if (cc >= 8 && size_t(smem) >= cuda::conv2d_tf32x3_smem_bytes(probe)) return true;
-  *why = "this GPU (compute capability " + std::to_string(cc) + ", " + std::to_string(smem) +
-         " bytes of shared memory per block) cannot run the 3xTF32 kernel";
-  return false;
-}
+/// The 3xTF32 kernel needs sm_80+ and 108 KiB of shared memory per block (not sm_86/sm_89).
+constexpr const char* kNoTf32x3 = "this GPU cannot run the 3xTF32 kernel (sm_80+ with 108 KiB of shared memory per block)";
 
 TEST(GpuKernels, Tf32x3ConvMatchesReference) {
   SG2_REQUIRE_GPU();
-  std::string why;
-  if (!tf32x3_runs_here(&why)) GTEST_SKIP() << why;
+  if (!cuda::tf32x3_usable(32, 64)) GTEST_SKIP() << kNoTf32x3;
   uint32_t seed = 950;
   for (const ConvCase& c : kTcCases) {
     check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3, seed += 2);
@@ -673,8 +661,7 @@ TEST(GpuKernels, Tf32x3ConvMatchesReference) {
 // than plain TF32, on the shapes where it matters (512 channels: 4608 terms per output).
 TEST(GpuKernels, Tf32x3ConvIsAsAccurateAsFma) {
   SG2_REQUIRE_GPU();
-  std::string why;
-  if (!tf32x3_runs_here(&why)) GTEST_SKIP() << why;
+  if (!cuda::tf32x3_usable(32, 64)) GTEST_SKIP() << kNoTf32x3;
   const ConvCase cases[] = {{2, 8, 512, 64, 3, false}, {2, 8, 512, 64, 3, true}, {3, 16, 256, 96, 3, false},
                             {1, 16, 512, 512, 3, false}, {1, 7, 64, 32, 3, true}};
   uint32_t seed = 800;

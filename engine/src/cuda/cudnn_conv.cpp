@@ -36,6 +36,21 @@ const char* fp32_conv_choice() {
   return e ? e : "";
 }
 
+/// The shape and activations of the strict-fp32 kernels' argument structs (SIMT, 3xTF32).
+template <typename Args>
+Args implicit_gemm_args(const ConvShape& s, const void* x, void* y) {
+  Args a;
+  a.N = s.N;
+  a.H = s.H;
+  a.W = s.W;
+  a.Cin = s.Cin;
+  a.Cout = s.Cout;
+  a.transposed = s.transposed;
+  a.x = static_cast<const float*>(x);
+  a.y = static_cast<float*>(y);
+  return a;
+}
+
 bool device_runs_tf32x3() {
   int dev = 0, smem = 0, cc = 0;
   SG2_CUDA_CHECK(cudaGetDevice(&dev));
@@ -178,13 +193,7 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const ConvShape& s, ConvMath math, si
     // fp32-accurate on tensor cores (kernels/conv2d_tf32x3.h): first, with split-K where one
     // launch would not fill the GPU.
     if (!simt_only) {
-      Tf32x3ConvArgs probe;
-      probe.N = s.N;
-      probe.H = s.H;
-      probe.W = s.W;
-      probe.Cin = s.Cin;
-      probe.Cout = s.Cout;
-      probe.transposed = s.transposed;
+      Tf32x3ConvArgs probe = implicit_gemm_args<Tf32x3ConvArgs>(s, nullptr, nullptr);
       int dev = 0, sms = 0;
       SG2_CUDA_CHECK(cudaGetDevice(&dev));
       SG2_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -205,17 +214,9 @@ bool CudnnConv::try_run(int ci, const void* x, const void* w, void* y, void* ws,
                         cudaStream_t stream) const {
   const Candidate& c = candidates_[static_cast<size_t>(ci)];
   if (c.algo == kTf32x3Algo) {
-    Tf32x3ConvArgs a;
-    a.N = shape_.N;
-    a.H = shape_.H;
-    a.W = shape_.W;
-    a.Cin = shape_.Cin;
-    a.Cout = shape_.Cout;
-    a.transposed = shape_.transposed;
-    a.x = static_cast<const float*>(x);
+    Tf32x3ConvArgs a = implicit_gemm_args<Tf32x3ConvArgs>(shape_, x, y);
     a.w_hi = w_hi_;
     a.w_lo = w_lo_;
-    a.y = static_cast<float*>(y);
     a.splits = tc_splits_;
     a.partial = static_cast<float*>(ws);
     if (c.ws > ws_bytes || !conv2d_tf32x3_supports(a)) return false;
@@ -223,16 +224,8 @@ bool CudnnConv::try_run(int ci, const void* x, const void* w, void* y, void* ws,
     return true;
   }
   if (c.algo == kSimtAlgo) {
-    SimtConvArgs a;
-    a.N = shape_.N;
-    a.H = shape_.H;
-    a.W = shape_.W;
-    a.Cin = shape_.Cin;
-    a.Cout = shape_.Cout;
-    a.transposed = shape_.transposed;
-    a.x = static_cast<const float*>(x);
+    SimtConvArgs a = implicit_gemm_args<SimtConvArgs>(shape_, x, y);
     a.w = static_cast<const float*>(w);
-    a.y = static_cast<float*>(y);
     if (!conv2d_simt_supports(a)) return false;
     conv2d_simt(a, stream);
     return true;
