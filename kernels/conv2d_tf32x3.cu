@@ -7,19 +7,22 @@
 // each warp 32 x BN/2 outputs as m16n8k8 tiles. The tiles stream through a kStages-deep
 // cp.async pipeline (16-byte copies, zero fill outside the image), one barrier per chunk. Shared
 // rows are padded so that every fragment read hits 32 distinct banks:
-//   A  [128 pixels][kBK + 4]           (channels contiguous, as in NHWC)
-//   B  forward    [BN channels][kBK + 4]  (w [Cout, 3, 3, Cin]: input channels contiguous)
-//      transposed [kBK][BN + 8]           (w [Cin, 3, 3, Cout]: output channels contiguous)
-// The filter comes pre-split (its hi and lo parts, tf32x3_split_weights); the activations are
+//   A  [128 pixels][kBK + 4]      (channels contiguous, as in NHWC)
+//   B  [BN channels][kBK + 4]     (packed filter [Cout, 3, 3, Cin]: input channels contiguous)
+// The filter comes pre-split (its hi and lo parts, tf32x3_pack_weights); the activations are
 // split as their fragments are read. Per 32-deep chunk and m16n8 tile: d = 0; for each of its
 // four 8-deep steps d += lo(A) hi(B); d += hi(A) lo(B); d += hi(A) hi(B) on the tensor core; then
 // acc += d in fp32 (round to nearest). Fixed order everywhere.
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "engine/src/cuda/cuda_check.h"
 #include "kernels/conv_taps.cuh"
+#include "kernels/tf32x3_device.cuh"
 #include "kernels/conv2d_tf32x3.h"
+#include "kernels/conv2d_tf32x3_sm90.h"
 
 namespace sg2::cuda {
 
@@ -28,43 +31,21 @@ namespace {
 constexpr int kBM = 128, kBK = 32, kThreads = 256;
 constexpr int kLaunchStages = 3;  // pipeline depth of the launched variant
 constexpr int kAP = kBK + 4;  // A row pitch (floats)
-constexpr int kBPf = kBK + 4;  // forward B row pitch
+constexpr int kBP = kBK + 4;  // B row pitch
 
 template <int BN>
 struct Smem {
-  static constexpr int kBPt = BN + 8;  // transposed B row pitch
   static constexpr int kA = kBM * kAP;
-  static constexpr int kB = (BN * kBPf > kBK * kBPt) ? BN * kBPf : kBK * kBPt;
+  static constexpr int kB = BN * kBP;
   static constexpr int kStage = kA + 2 * kB;  // floats per stage: A, B hi, B lo
   static constexpr size_t bytes(int stages) { return size_t(stages) * kStage * sizeof(float); }
 };
-
-/// v -> (hi, lo) as TF32 register operands: hi = v truncated to 10 significand bits (one integer
-/// op, not the slow conversion pipe; never overflows), lo = v - hi exactly (|lo| < 2^-10 |v|), whose
-/// low 13 bits the tensor core ignores (an error below 2^-10 of lo, 2^-20 of v; modelled: the
-/// convolution error stays 3x below float32 accumulation's, docs/performance-notes.md). An inf
-/// activation gives nan (inf - inf), where an FMA convolution would usually give inf or nan too.
-__device__ __forceinline__ void split(float v, uint32_t& hi, uint32_t& lo) {
-  hi = __float_as_uint(v) & 0xffffe000u;
-  lo = __float_as_uint(v - __uint_as_float(hi));
-}
 
 __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   asm volatile(
       "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-/// 16-byte global -> shared copy; src_bytes 0 fills zeros (src must still be a valid address).
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
 // TR: the stride-2 transposed conv (4 phases). KCHAIN: 8-deep k steps chained in the tensor core
@@ -77,82 +58,28 @@ __global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvA
   constexpr int WN = BN / 2;  // channels per warp
   constexpr int MT = 2;       // m16 tiles per warp (32 pixels)
   constexpr int NT = WN / 8;  // n8 tiles per warp
-  constexpr int kBPt = S::kBPt;
   extern __shared__ __align__(16) float smem[];
 
   const int tid = threadIdx.x;
-  const int phases = TR ? 4 : 1;
-  const int phase = int(blockIdx.z) % phases, split_k = int(blockIdx.z) / phases;
-  const int py = phase >> 1, px = phase & 1;
-  const int Ho = TR ? a.H + 1 - py : a.H;
-  const int Wo = TR ? a.W + 1 - px : a.W;
-  const int HWo = Ho * Wo;
-  const int M = a.N * HWo;
-  const int m0 = blockIdx.x * kBM, n0 = blockIdx.y * BN;
-  if (m0 >= M) return;  // whole block (phases have different sizes)
-  const int ny = TR ? (py ? 1 : 2) : 3, nx = TR ? (px ? 1 : 2) : 3;
-  const int cpt = a.Cin / kBK;  // chunks per tap
-  const int all_chunks = ny * nx * cpt;
-  // split-K: this block sums chunks [c0, c0 + nchunks) into its own partial output
-  const int per_split = (all_chunks + a.splits - 1) / a.splits;
-  const int cbeg = min(all_chunks, split_k * per_split);
-  const int nchunks = min(all_chunks, cbeg + per_split) - cbeg;
-  float* const yout = a.splits > 1 ? a.partial + size_t(split_k) * a.N * (TR ? (2 * a.H + 1) * (2 * a.W + 1)
-                                                                                  : a.H * a.W) * a.Cout
-                                   : a.y;
-
-  // A copies: 4 per thread, pixels (tid >> 3) + 32 j, 16-byte segment tid & 7
-  const int aseg = tid & 7;
-  int apix[4];  // the sample's first input pixel n*H*W; the tap adds (y + dy) * W + (x + dx)
-  int ayx[4];   // y << 16 | x of the output pixel (y = -20000 past the last pixel: never inside)
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int m = m0 + (tid >> 3) + 32 * j;
-    if (m < M) {
-      const int n = m / HWo, r = m - n * HWo;
-      const int y = r / Wo;
-      ayx[j] = (y << 16) | (r - y * Wo);
-      apix[j] = n * a.H * a.W;
-    } else {
-      ayx[j] = -20000 * 65536;
-      apix[j] = 0;
-    }
-  }
+  const dev::Tf32x3Tile<TR> tl(a, BN);
+  if (tl.m0 >= tl.M) return;  // whole block (phases have different sizes)
+  const int n0 = tl.n0, nchunks = tl.nchunks, cbeg = tl.cbeg;
 
   auto issue = [&](int c, int stage) {
     float* As = smem + stage * S::kStage;
     float* Bh = As + S::kA;
     float* Bl = Bh + S::kB;
-    const int t = c / cpt, ci0 = (c - t * cpt) * kBK;
-    const dev::ConvTap tp = dev::conv_tap(TR, t, py, px, nx);
-    const int tap = tp.index, dy = tp.dy, dx = tp.dx;
+    int ci0;
+    const dev::ConvTap tp = tl.tap(c, ci0);
+    tl.issue_a(a, tp, ci0, As, kAP);
+    // BN rows (output channels) of kBK input channels: 8 segments per row
+    constexpr int total = BN * 8;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int iy = (ayx[j] >> 16) + dy, ix = (ayx[j] & 0xffff) + dx;
-      const bool in = iy >= 0 && iy < a.H && ix >= 0 && ix < a.W;
-      const float* src = in ? a.x + (size_t(apix[j]) + size_t(iy) * a.W + ix) * a.Cin + ci0 + 4 * aseg : a.x;
-      cp_async16(As + ((tid >> 3) + 32 * j) * kAP + 4 * aseg, src, in ? 16 : 0);
-    }
-    if (TR) {
-      // kBK rows (input channels) of BN output channels: BN / 4 segments per row
-      constexpr int segs = BN / 4, total = kBK * segs;
-#pragma unroll
-      for (int q = tid; q < total; q += kThreads) {
-        const int k = q / segs, sg = q - k * segs;
-        const size_t off = (size_t(ci0 + k) * 9 + tap) * a.Cout + n0 + 4 * sg;
-        cp_async16(Bh + k * kBPt + 4 * sg, a.w_hi + off, 16);
-        cp_async16(Bl + k * kBPt + 4 * sg, a.w_lo + off, 16);
-      }
-    } else {
-      // BN rows (output channels) of kBK input channels: 8 segments per row
-      constexpr int total = BN * 8;
-#pragma unroll
-      for (int q = tid; q < total; q += kThreads) {
-        const int n = q >> 3, sg = q & 7;
-        const size_t off = (size_t(n0 + n) * 9 + tap) * a.Cin + ci0 + 4 * sg;
-        cp_async16(Bh + n * kBPf + 4 * sg, a.w_hi + off, 16);
-        cp_async16(Bl + n * kBPf + 4 * sg, a.w_lo + off, 16);
-      }
+    for (int q = tid; q < total; q += kThreads) {
+      const int n = q >> 3, sg = q & 7;
+      const size_t off = (size_t(n0 + n) * 9 + tp.index) * a.Cin + ci0 + 4 * sg;
+      dev::cp_async16(Bh + n * kBP + 4 * sg, a.w_hi + off, 16);
+      dev::cp_async16(Bl + n * kBP + 4 * sg, a.w_lo + off, 16);
     }
   };
 
@@ -171,13 +98,13 @@ __global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvA
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < nchunks) issue(cbeg + s, s);
-    cp_async_commit();
+    dev::cp_async_commit();
   }
   for (int c = 0; c < nchunks; ++c) {
-    cp_async_wait<kStages - 2>();
+    dev::cp_async_wait<kStages - 2>();
     __syncthreads();  // chunk c is in; every warp is done with the stage refilled below
     if (c + kStages - 1 < nchunks) issue(cbeg + c + kStages - 1, (c + kStages - 1) % kStages);
-    cp_async_commit();
+    dev::cp_async_commit();
     const float* As = smem + (c % kStages) * S::kStage;
     const uint32_t* Bh = reinterpret_cast<const uint32_t*>(As + S::kA);
     const uint32_t* Bl = Bh + S::kB;
@@ -187,16 +114,16 @@ __global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvA
 #pragma unroll
       for (int i = 0; i < MT; ++i) {
         const float* p = As + (wm + 16 * i + g) * kAP + ks + t4;
-        split(p[0], ahi[i][0], alo[i][0]);
-        split(p[8 * kAP], ahi[i][1], alo[i][1]);
-        split(p[4], ahi[i][2], alo[i][2]);
-        split(p[8 * kAP + 4], ahi[i][3], alo[i][3]);
+        dev::tf32_split(p[0], ahi[i][0], alo[i][0]);
+        dev::tf32_split(p[8 * kAP], ahi[i][1], alo[i][1]);
+        dev::tf32_split(p[4], ahi[i][2], alo[i][2]);
+        dev::tf32_split(p[8 * kAP + 4], ahi[i][3], alo[i][3]);
       }
 #pragma unroll
       for (int j = 0; j < NT; ++j) {  // one n8 tile's filter fragments at a time (registers)
         const int n = wn + 8 * j + g;
-        const int i0 = TR ? (ks + t4) * kBPt + n : n * kBPf + ks + t4;
-        const int i1 = TR ? i0 + 4 * kBPt : i0 + 4;
+        const int i0 = n * kBP + ks + t4;
+        const int i1 = i0 + 4;
         const uint32_t bhi[2] = {Bh[i0], Bh[i1]}, blo[2] = {Bl[i0], Bl[i1]};
 #pragma unroll
         for (int i = 0; i < MT; ++i) {
@@ -218,26 +145,19 @@ __global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvA
       }
     }
   }
-  cp_async_wait<0>();
+  dev::cp_async_wait<0>();
 
   // c0, c1: row g, columns 2 t4 and 2 t4 + 1; c2, c3: row g + 8
-  const int TH = 2 * a.H + 1, TW = 2 * a.W + 1;
 #pragma unroll
   for (int i = 0; i < MT; ++i)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int m = m0 + wm + 16 * i + g + 8 * h;
-      if (m >= M) continue;
-      size_t o;
-      if (TR) {
-        const int n = m / HWo, r = m - n * HWo, oy = r / Wo, ox = r - oy * Wo;
-        o = ((size_t(n) * TH + 2 * oy + py) * TW + 2 * ox + px) * a.Cout;
-      } else {
-        o = size_t(m) * a.Cout;
-      }
+      const int m = tl.m0 + wm + 16 * i + g + 8 * h;
+      if (m >= tl.M) continue;
+      const size_t o = tl.out_offset(a, m);
 #pragma unroll
       for (int j = 0; j < NT; ++j)
-        *reinterpret_cast<float2*>(yout + o + n0 + wn + 8 * j + 2 * t4) =
+        *reinterpret_cast<float2*>(tl.yout + o + n0 + wn + 8 * j + 2 * t4) =
             make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
     }
 }
@@ -299,17 +219,50 @@ bool conv2d_tf32x3_supports(const Tf32x3ConvArgs& a) {
          aligned16(a.y) && a.splits >= 1 && a.splits <= 32 && (a.splits == 1 || aligned16(a.partial));
 }
 
-int64_t conv2d_tf32x3_blocks(const Tf32x3ConvArgs& a) {
+bool conv2d_tf32x3_wgmma_available() { return tf32x3_wgmma_available(); }
+
+Tf32x3ConvArgs::Impl conv2d_tf32x3_impl(const Tf32x3ConvArgs& a) {
+  using Impl = Tf32x3ConvArgs::Impl;
+  if (a.impl == Impl::mma) return Impl::mma;
+  const bool wgmma = tf32x3_wgmma_bn(a) > 0 && tf32x3_wgmma_available();
+  if (a.impl == Impl::wgmma) {
+    if (!wgmma) fail(ErrorKind::internal, "conv2d_tf32x3: the wgmma kernel cannot run here");
+    return Impl::wgmma;
+  }
+  const char* e = std::getenv("SG2_TF32X3_KERNEL");
+  if (e && std::strcmp(e, "mma") == 0) return Impl::mma;
+  return wgmma ? Impl::wgmma : Impl::mma;
+}
+
+namespace {
+/// Output channels per block of the implementation that runs.
+int block_channels(const Tf32x3ConvArgs& a, Tf32x3ConvArgs::Impl impl) {
+  if (impl == Tf32x3ConvArgs::Impl::wgmma) return tf32x3_wgmma_bn(a);
+  return a.Cout % 64 == 0 ? 64 : 32;
+}
+dim3 grid_of(const Tf32x3ConvArgs& a, int bn) {
   const int64_t M = a.transposed ? int64_t(a.N) * (a.H + 1) * (a.W + 1) : int64_t(a.N) * a.H * a.W;
-  return (M + kBM - 1) / kBM * (a.Cout % 64 == 0 ? a.Cout / 64 : a.Cout / 32) * (a.transposed ? 4 : 1);
+  return dim3(static_cast<unsigned>((M + kBM - 1) / kBM), static_cast<unsigned>(a.Cout / bn),
+              static_cast<unsigned>((a.transposed ? 4 : 1) * a.splits));
+}
+}  // namespace
+
+int64_t conv2d_tf32x3_blocks(const Tf32x3ConvArgs& a) {
+  Tf32x3ConvArgs one = a;
+  one.splits = 1;
+  const dim3 g = grid_of(one, block_channels(a, conv2d_tf32x3_impl(a)));
+  return int64_t(g.x) * g.y * g.z;
 }
 
 int conv2d_tf32x3_choose_splits(const Tf32x3ConvArgs& a, int num_sms) {
   const int64_t blocks = conv2d_tf32x3_blocks(a);
+  const auto impl = conv2d_tf32x3_impl(a);
+  // resident blocks per SM: 2 (mma.sync; wgmma with 64 channels), 1 (wgmma with 128)
+  const int resident = impl == Tf32x3ConvArgs::Impl::wgmma && block_channels(a, impl) == 128 ? 1 : 2;
   const int chunks = (a.transposed ? 4 : 9) * (a.Cin / kBK);  // the largest phase's (transposed: 2x2 taps)
   int s = 1;
-  // two resident blocks per SM; at least 4 chunks per split
-  while (s < 32 && blocks * (2 * s) <= 2 * num_sms && chunks / (2 * s) >= 4) s *= 2;
+  // fill the resident slots; at least 4 chunks per split
+  while (s < 32 && blocks * (2 * s) <= int64_t(resident) * num_sms && chunks / (2 * s) >= 4) s *= 2;
   return s;
 }
 
@@ -323,12 +276,16 @@ size_t conv2d_tf32x3_workspace(const Tf32x3ConvArgs& a) {
 
 void conv2d_tf32x3(const Tf32x3ConvArgs& a, cudaStream_t stream) {
   if (!conv2d_tf32x3_supports(a)) fail(ErrorKind::internal, "conv2d_tf32x3: unsupported shape");
-  const int64_t M = a.transposed ? int64_t(a.N) * (a.H + 1) * (a.W + 1) : int64_t(a.N) * a.H * a.W;
-  const bool wide = a.Cout % 64 == 0;
-  const dim3 grid(static_cast<unsigned>((M + kBM - 1) / kBM), a.Cout / (wide ? 64 : 32), (a.transposed ? 4 : 1) * a.splits);
-  if (wide) launch<64>(a, grid, stream);
-  else launch<32>(a, grid, stream);
-  SG2_LAUNCH_CHECK("conv_tf32x3_kernel");
+  const auto impl = conv2d_tf32x3_impl(a);
+  const int bn = block_channels(a, impl);
+  const dim3 grid = grid_of(a, bn);
+  if (impl == Tf32x3ConvArgs::Impl::wgmma) {
+    conv2d_tf32x3_wgmma(a, grid, bn, stream);
+  } else {
+    if (bn == 64) launch<64>(a, grid, stream);
+    else launch<32>(a, grid, stream);
+    SG2_LAUNCH_CHECK("conv_tf32x3_kernel");
+  }
   if (a.splits > 1) {
     const int64_t n4 = out_elems(a) / 4;
     const int blocks = static_cast<int>(std::min<int64_t>((n4 + 255) / 256, 1024));

@@ -2,8 +2,16 @@
 // accumulation), for the fp32 precision and auto's fp32 blocks. Same layouts, shapes and
 // semantics as the strict SIMT kernel (kernels/conv2d_simt.h; CPU reference
 // kernels/ref/modulated_conv2d.h conv2d and conv_transpose2d_stride2 with shared weights):
-//   forward:    3x3, pad 1, stride 1, correlation; w [Cout, 3, 3, Cin]
-//   transposed: 3x3, stride 2, no padding; w [Cin, 3, 3, Cout]; four phase GEMMs
+//   forward:    3x3, pad 1, stride 1, correlation
+//   transposed: 3x3, stride 2, no padding; four phase GEMMs
+// The filter comes split and packed by tf32x3_pack_weights: hi and lo, both [Cout, 3, 3, Cin]
+// (input channels contiguous: the GEMM's k) for either kind.
+//
+// Two implementations behind one entry point (conv2d_tf32x3):
+//  * mma.sync m16n8k8 (sm_80+; this file's kernel, kernels/conv2d_tf32x3.cu);
+//  * wgmma m64nNk8 on Hopper (kernels/conv2d_tf32x3_sm90.cu, compiled for sm_90a only): the
+//    filter is read by the tensor cores straight from shared memory, the activations go in as
+//    registers; same splits, same 32-deep chains, same summation order per output.
 //
 // Why it is as accurate as fp32 FMAs (docs/performance-notes.md, "fp32 on tensor cores"):
 //  * each operand is split into a TF32 head and tail, v = hi(v) + lo(v) (the filter: hi rounded to
@@ -37,11 +45,14 @@ struct Tf32x3ConvArgs {
   int Cin = 0, Cout = 0;
   bool transposed = false;
   const float* x = nullptr;     // [N, H, W, Cin]
-  const float* w_hi = nullptr;  // the filter's TF32 heads, layout as above (tf32x3_split_weights)
-  const float* w_lo = nullptr;  // its tails
+  const float* w_hi = nullptr;  // the filter's TF32 heads, [Cout, 3, 3, Cin] (tf32x3_pack_weights)
+  const float* w_lo = nullptr;  // its tails, same layout
   float* y = nullptr;           // forward [N, H, W, Cout]; transposed [N, 2H + 1, 2W + 1, Cout]
   int splits = 1;               // split-K: > 1 sums `splits` partial outputs (in order) into y
   float* partial = nullptr;     // splits > 1: conv2d_tf32x3_workspace(*this) bytes, 16-byte aligned
+  /// Which implementation: auto (wgmma where this GPU and binary have it and Cout % 64 == 0,
+  /// else mma.sync; SG2_TF32X3_KERNEL=mma|wgmma overrides), or one of them (tests).
+  enum class Impl { automatic, mma, wgmma } impl = Impl::automatic;
 };
 
 /// Host: w = hi + lo with hi = w rounded to TF32 (10 significand bits, to nearest, ties away from
@@ -58,6 +69,29 @@ inline void tf32x3_split_weights(const float* w, size_t n, float* hi, float* lo)
   }
 }
 
+/// Host: the split filter in the kernels' layout. w is the device filter of the convolution:
+/// forward [Cout, 3, 3, Cin], transposed [Cin, 3, 3, Cout] (both as in kernels/conv2d_simt.h);
+/// hi and lo (Cout * 9 * Cin floats each) come out [Cout, 3, 3, Cin] for both kinds.
+inline void tf32x3_pack_weights(const float* w, int cin, int cout, bool transposed, float* hi, float* lo) {
+  const size_t n = size_t(cin) * 9 * cout;
+  if (!transposed) {
+    tf32x3_split_weights(w, n, hi, lo);
+    return;
+  }
+  for (int o = 0; o < cout; ++o)
+    for (int t = 0; t < 9; ++t)
+      for (int i = 0; i < cin; ++i) {
+        const size_t dst = (size_t(o) * 9 + t) * cin + i;
+        tf32x3_split_weights(&w[(size_t(i) * 9 + t) * cout + o], 1, &hi[dst], &lo[dst]);
+      }
+}
+
+/// Whether the wgmma implementation runs on the current device: an sm_90 GPU, and this binary
+/// carries sm_90a code (a probe launch, once per device; call outside stream capture).
+bool conv2d_tf32x3_wgmma_available();
+/// The implementation conv2d_tf32x3 runs for these arguments (never Impl::automatic).
+Tf32x3ConvArgs::Impl conv2d_tf32x3_impl(const Tf32x3ConvArgs& a);
+
 /// The shape alone (no pointers): Cin % 32 == 0, Cout % 32 == 0, sizes in range.
 bool conv2d_tf32x3_shape_ok(const Tf32x3ConvArgs& a);
 /// Shape and buffers (non-null, 16-byte aligned; partial for splits > 1).
@@ -66,8 +100,8 @@ bool conv2d_tf32x3_supports(const Tf32x3ConvArgs& a);
 int64_t conv2d_tf32x3_blocks(const Tf32x3ConvArgs& a);
 /// Split-K factor (1, 2, 4, ... 32) that lets a launch fill `num_sms` SMs (small layers, small batches).
 int conv2d_tf32x3_choose_splits(const Tf32x3ConvArgs& a, int num_sms);
-/// Dynamic shared memory of one block (108 KiB for Cout % 64 == 0): the device must allow that
-/// much per block (cudaDevAttrMaxSharedMemoryPerBlockOptin; not sm_86/sm_89, whose limit is 99 KiB).
+/// Dynamic shared memory of one mma.sync block (108 KiB for Cout % 64 == 0): the device must allow
+/// that much per block (cudaDevAttrMaxSharedMemoryPerBlockOptin; not sm_86/sm_89, whose limit is 99 KiB).
 size_t conv2d_tf32x3_smem_bytes(const Tf32x3ConvArgs& a);
 /// Bytes of `partial` for a.splits (0 when 1).
 size_t conv2d_tf32x3_workspace(const Tf32x3ConvArgs& a);

@@ -13,6 +13,7 @@
 #include "backend.h"
 #include "cuda/cudnn_conv.h"
 #include "cuda/device_bench.h"
+#include "kernels/conv2d_tf32x3.h"
 #include "gpu_test_util.h"
 #include "sg2/error.h"
 #include "sg2/generator.h"
@@ -293,6 +294,11 @@ TEST(GpuGenerator, Fp32OnTensorCoresIsAsAccurateAsFma) {
     int n_tc = 0;
     for (const std::string& d : r.conv_algorithms) n_tc += d.find("3xtf32") != std::string::npos ? 1 : 0;
     EXPECT_GE(n_tc, 8) << "the 512-channel convolutions should run on the 3xTF32 kernel";
+    if (cuda::conv2d_tf32x3_wgmma_available()) {  // Hopper: on its wgmma implementation
+      int n_wg = 0;
+      for (const std::string& d : r.conv_algorithms) n_wg += d.find("wgmma") != std::string::npos ? 1 : 0;
+      EXPECT_EQ(n_wg, n_tc) << "on sm_90 the 3xTF32 convolutions should use wgmma";
+    }
   } else {
     std::cout << "  this GPU cannot run the 3xTF32 kernel: fp32 ran on the FMA path\n";
   }

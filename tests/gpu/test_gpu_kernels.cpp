@@ -487,7 +487,8 @@ struct ConvCase {
 enum class ConvImpl { direct, cudnn, simt, tf32x3, tf32x3_split8 };
 
 /// Returns max |device - reference| / scale_of(reference).
-double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl impl, uint32_t seed) {
+double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl impl, uint32_t seed,
+                  cuda::Tf32x3ConvArgs::Impl tc_impl = cuda::Tf32x3ConvArgs::Impl::automatic) {
   Tensor x = randn({c.N, c.Cin, c.H, c.H}, seed), w = randn({c.Cout, c.Cin, c.k, c.k}, seed + 1, 0.2f);
   if (dt == DType::f16) {
     x = round_f16(x);
@@ -510,7 +511,7 @@ double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl imp
   std::string how;
   if (impl == ConvImpl::tf32x3 || impl == ConvImpl::tf32x3_split8) {
     std::vector<float> hi(size_t(wd.numel())), lo(size_t(wd.numel()));
-    cuda::tf32x3_split_weights(wd.data(), hi.size(), hi.data(), lo.data());
+    cuda::tf32x3_pack_weights(wd.data(), c.Cin, c.Cout, c.transposed, hi.data(), lo.data());
     auto d_hi = to_device(hi), d_lo = to_device(lo);
     cuda::Tf32x3ConvArgs a;
     a.N = c.N;
@@ -524,6 +525,7 @@ double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl imp
     a.y = d_y.as<float>();
     // split-K by 8: uneven ranges, and empty ones where a phase has fewer than 8 chunks
     if (impl == ConvImpl::tf32x3_split8) a.splits = 8;
+    a.impl = tc_impl;
     cuda::DeviceBuffer partial(std::max<size_t>(cuda::conv2d_tf32x3_workspace(a), 16), nullptr);
     SG2_CUDA_CHECK(cudaMemset(partial.get(), 0xff, partial.bytes()));  // NaN: every partial must be written
     a.partial = partial.as<float>();
@@ -533,7 +535,8 @@ double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl imp
     }
     cuda::conv2d_tf32x3(a, nullptr);
     SG2_CUDA_CHECK(cudaDeviceSynchronize());
-    how = a.splits > 1 ? "3xtf32 split-k 8" : "3xtf32";
+    how = std::string(cuda::conv2d_tf32x3_impl(a) == cuda::Tf32x3ConvArgs::Impl::wgmma ? "3xtf32 wgmma" : "3xtf32 mma.sync") +
+          (a.splits > 1 ? " split-k 8" : "");
   } else if (impl == ConvImpl::simt) {
     cuda::SimtConvArgs a;
     a.N = c.N;
@@ -650,10 +653,17 @@ constexpr const char* kNoTf32x3 = "this GPU cannot run the 3xTF32 kernel (sm_80+
 TEST(GpuKernels, Tf32x3ConvMatchesReference) {
   SG2_REQUIRE_GPU();
   if (!cuda::tf32x3_usable(32, 64)) GTEST_SKIP() << kNoTf32x3;
+  using Impl = cuda::Tf32x3ConvArgs::Impl;
+  const bool wgmma = cuda::conv2d_tf32x3_wgmma_available();
+  std::cout << "  wgmma (sm_90a) kernel: " << (wgmma ? "tested" : "not available on this GPU or build") << "\n";
   uint32_t seed = 950;
   for (const ConvCase& c : kTcCases) {
-    check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3, seed += 2);
-    check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3_split8, seed += 2);
+    check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3, seed += 2, Impl::mma);
+    check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3_split8, seed += 2, Impl::mma);
+    if (wgmma && c.Cout % 64 == 0) {
+      check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3, seed += 2, Impl::wgmma);
+      check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3_split8, seed += 2, Impl::wgmma);
+    }
   }
 }
 
@@ -667,11 +677,18 @@ TEST(GpuKernels, Tf32x3ConvIsAsAccurateAsFma) {
   uint32_t seed = 800;
   for (const ConvCase& c : cases) {
     const double fma = check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::simt, seed);
-    const double tc = check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3, seed);
+    const double tc = check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3, seed,
+                                 cuda::Tf32x3ConvArgs::Impl::mma);
+    const double wg = cuda::conv2d_tf32x3_wgmma_available() && c.Cout % 64 == 0
+                          ? check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3, seed,
+                                       cuda::Tf32x3ConvArgs::Impl::wgmma)
+                          : -1.0;
     const double tf32 = check_conv(c, DType::f32, cuda::ConvMath::tf32, ConvImpl::cudnn, seed);
     std::cout << "  conv " << c.Cin << "->" << c.Cout << (c.transposed ? " transposed" : " forward")
-              << ": max|err|/scale simt (fma) " << fma << ", 3xtf32 " << tc << ", cudnn tf32 " << tf32 << "\n";
+              << ": max|err|/scale simt (fma) " << fma << ", 3xtf32 mma.sync " << tc << ", 3xtf32 wgmma "
+              << (wg < 0 ? std::string("-") : std::to_string(wg)) << ", cudnn tf32 " << tf32 << "\n";
     EXPECT_LE(tc, std::max(3.0 * fma, 1e-6)) << "3xTF32 should be as accurate as FMA fp32";
+    EXPECT_LE(wg, std::max(3.0 * fma, 1e-6)) << "3xTF32 (wgmma) should be as accurate as FMA fp32";
     EXPECT_LT(tc * 30.0, tf32) << "3xTF32 should be far more accurate than plain TF32";
   }
 }

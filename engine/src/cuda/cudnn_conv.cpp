@@ -321,7 +321,12 @@ std::string CudnnConv::describe() const {
   if (selected_ < 0) return "direct kernel";
   const Candidate& c = candidates_[static_cast<size_t>(selected_)];
   if (c.algo == kSimtAlgo) return "simt fp32 implicit gemm";
-  if (c.algo == kTf32x3Algo) return "3xtf32 fp32-accurate implicit gemm (tensor cores)";
+  if (c.algo == kTf32x3Algo) {
+    Tf32x3ConvArgs a = implicit_gemm_args<Tf32x3ConvArgs>(shape_, nullptr, nullptr);
+    const bool wg = conv2d_tf32x3_impl(a) == Tf32x3ConvArgs::Impl::wgmma;
+    return std::string("3xtf32 fp32-accurate implicit gemm (tensor cores, ") + (wg ? "wgmma" : "mma.sync") +
+           ", split-k " + std::to_string(tc_splits_) + ")";
+  }
   return std::string("cudnn ") + (shape_.transposed ? "bwd-data" : "fwd") + " algo " + std::to_string(c.algo) + " (" +
          math_name(c.math) + ", ws " + std::to_string(c.ws >> 20) + " MiB)";
 }

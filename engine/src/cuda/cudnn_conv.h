@@ -60,7 +60,7 @@ class CudnnConv {
   size_t workspace() const;
   /// y = conv(x, w). x, y: NHWC; w: KRSC (forward [Cout,k,k,Cin], transposed [Cin,k,k,Cout]).
   void run(const void* x, const void* w, void* y, void* workspace, size_t workspace_bytes, cudaStream_t stream) const;
-  /// The filter split for the 3xTF32 kernel (hi, lo: same layout as w; kernels/conv2d_tf32x3.h).
+  /// The filter split for the 3xTF32 kernel (hi, lo: packed [Cout, 3, 3, Cin] by tf32x3_pack_weights).
   /// Without them (or for other math) that kernel is not a candidate. Call before select().
   void set_split_weights(const float* w_hi, const float* w_lo) {
     w_hi_ = w_hi;

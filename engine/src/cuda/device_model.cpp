@@ -140,9 +140,9 @@ DeviceModel::DeviceModel(const Model& model, Precision precision, MemoryStats* s
           dev[idx] = v;
         }
     c.weight_off = ar.add(dev, dt);
-    if (c.math == ConvMath::fp32_strict && tf32x3_usable(I, O)) {  // for the 3xTF32 kernel
+    if (c.math == ConvMath::fp32_strict && K == 9 && tf32x3_usable(I, O)) {  // for the 3xTF32 kernel
       std::vector<float> hi(dev.size()), lo(dev.size());
-      tf32x3_split_weights(dev.data(), dev.size(), hi.data(), lo.data());
+      tf32x3_pack_weights(dev.data(), I, O, l.up == 2, hi.data(), lo.data());  // [Cout, 3, 3, Cin] for both kinds
       c.weight_hi_off = ar.add(hi);
       c.weight_lo_off = ar.add(lo);
     }

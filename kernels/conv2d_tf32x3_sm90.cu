@@ -1,0 +1,277 @@
+// sg2 CUDA kernels: the 3xTF32 convolution on Hopper's warpgroup MMA (wgmma), compiled for sm_90a
+// only (CMakeLists.txt); entry points in kernels/conv2d_tf32x3_sm90.h, dispatch in conv2d_tf32x3.cu.
+//
+// Same GEMM, splits, chunking and summation order as the mma.sync kernel (conv2d_tf32x3.h): block
+// tile 128 pixels x BN channels (BN = 64 or 128), 256 threads = 2 warpgroups of 64 pixels each.
+// Per 32-deep chunk a warpgroup loads and splits its activations (registers, the m64k8 A fragment:
+// a0 (row g, k t4), a1 (g + 8, t4), a2 (g, t4 + 4), a3 (g + 8, t4 + 4) of the warp's 16 rows) and
+// issues twelve chained wgmma m64nBNk8 from a zero accumulator: per 8-deep step lo(A) hi(B),
+// hi(A) lo(B), hi(A) hi(B); the tensor cores read hi(B) and lo(B) straight from shared memory.
+// Then the chunk's sum is added to the fp32 accumulator (round to nearest). Filter tiles: BN rows
+// of 32 floats (128 bytes), the 16-byte pieces of row n stored at piece ^ (n % 8) (the 128-byte
+// swizzle the descriptors name); activation tiles: [128][36] floats as in the mma.sync kernel.
+// Shared memory is filled by cp.async (kStages deep), made visible to the tensor cores' async
+// proxy by fence.proxy.async before the block barrier.
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "engine/src/cuda/cuda_check.h"
+#include "kernels/conv2d_tf32x3_sm90.h"
+#include "kernels/tf32x3_device.cuh"
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define SG2_HAVE_WGMMA 1
+#endif
+
+namespace sg2::cuda {
+
+namespace {
+
+constexpr int kBM = 128, kBK = 32, kThreads = 256;
+constexpr int kAP = kBK + 4;  // activation tile row pitch (floats)
+
+template <int BN>
+struct WgCfg {
+  static constexpr int kStages = BN == 64 ? 3 : 4;
+  static constexpr int kMinBlocks = BN == 64 ? 2 : 1;  // resident blocks per SM (registers, shared memory)
+  static constexpr int kBBytes = BN * 128;              // one filter tile (hi or lo)
+  static constexpr int kABytes = kBM * kAP * 4;         // the activation tile
+  static constexpr int kStage = 2 * kBBytes + kABytes;  // a multiple of 1024: every tile 1024-aligned
+  static constexpr size_t kSmem = size_t(kStages) * kStage + 1024;  // + room to align the base
+  static_assert(kStage % 1024 == 0, "filter tiles must stay 1024-byte aligned (128-byte swizzle)");
+};
+
+#ifdef SG2_HAVE_WGMMA
+/// Shared-memory matrix descriptor: K-major, 128-byte swizzle, 8-row groups 1024 bytes apart.
+__device__ __forceinline__ uint64_t smem_desc(uint32_t saddr) {
+  return uint64_t((saddr & 0x3ffffu) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+}
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+/// Keeps the compiler from moving register uses across the asynchronous MMAs.
+__device__ __forceinline__ void reg_fence(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+__device__ __forceinline__ void reg_keep(uint32_t r) { asm volatile("" ::"r"(r) : "memory"); }
+
+/// D (64 x 64 fp32; 32 registers a thread) (+)= A (64 x 8 TF32, registers) B (8 x 64 TF32, shared
+/// memory by descriptor); scale_d = 0: D = A B (D's old value ignored).
+__device__ __forceinline__ void wgmma_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
+}
+
+/// D (64 x 128 fp32; 64 registers a thread) (+)= A (64 x 8 TF32, registers) B (8 x 128 TF32, shared
+/// memory by descriptor); scale_d = 0: D = A B (D's old value ignored).
+__device__ __forceinline__ void wgmma_n128(float (&d)[64], const uint32_t (&a)[4], uint64_t b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
+}
+
+template <int BN>
+__device__ __forceinline__ void wgmma(float (&d)[BN / 2], const uint32_t (&a)[4], uint64_t b, int scale_d) {
+  if constexpr (BN == 64) wgmma_n64(d, a, b, scale_d);
+  else wgmma_n128(d, a, b, scale_d);
+}
+#endif  // SG2_HAVE_WGMMA
+
+template <int BN, bool TR>
+__global__ void __launch_bounds__(kThreads, WgCfg<BN>::kMinBlocks) conv_tf32x3_wgmma_kernel(Tf32x3ConvArgs a) {
+#ifdef SG2_HAVE_WGMMA
+  using C = WgCfg<BN>;
+  constexpr int R = BN / 2;  // accumulator registers per thread
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const uint32_t raw_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  const uint32_t pad = (1024u - (raw_addr & 1023u)) & 1023u;
+  unsigned char* const smem = smem_raw + pad;
+  const uint32_t sbase = raw_addr + pad;
+
+  const int tid = threadIdx.x;
+  const dev::Tf32x3Tile<TR> tl(a, BN);
+  if (tl.m0 >= tl.M) return;  // whole block (phases have different sizes)
+  const int n0 = tl.n0, nchunks = tl.nchunks, cbeg = tl.cbeg;
+
+  auto issue = [&](int c, int stage) {
+    unsigned char* st = smem + stage * C::kStage;
+    int ci0;
+    const dev::ConvTap tp = tl.tap(c, ci0);
+    tl.issue_a(a, tp, ci0, reinterpret_cast<float*>(st + 2 * C::kBBytes), kAP);
+    // BN rows of 8 16-byte pieces; piece p of row n lands at p ^ (n & 7)
+#pragma unroll
+    for (int q = tid; q < BN * 8; q += kThreads) {
+      const int n = q >> 3, p = q & 7;
+      const size_t off = (size_t(n0 + n) * 9 + tp.index) * a.Cin + ci0 + 4 * p;
+      const int dst = n * 128 + ((p ^ (n & 7)) << 4);
+      dev::cp_async16(st + dst, a.w_hi + off, 16);
+      dev::cp_async16(st + C::kBBytes + dst, a.w_lo + off, 16);
+    }
+  };
+
+  const int lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t4 = lane & 3;
+  const int wr = (warp >> 2) * 64 + (warp & 3) * 16;  // the warp's first pixel row in the tile
+  float acc[R], part[R];
+#pragma unroll
+  for (int e = 0; e < R; ++e) acc[e] = part[e] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < C::kStages - 1; ++s) {
+    if (s < nchunks) issue(cbeg + s, s);
+    dev::cp_async_commit();
+  }
+  for (int c = 0; c < nchunks; ++c) {
+    dev::cp_async_wait<C::kStages - 2>();
+    fence_proxy_async();  // this thread's copies -> visible to the tensor cores
+    __syncthreads();      // chunk c is in; every warpgroup is done with the stage refilled below
+    if (c + C::kStages - 1 < nchunks) issue(cbeg + c + C::kStages - 1, (c + C::kStages - 1) % C::kStages);
+    dev::cp_async_commit();
+    const int stage = c % C::kStages;
+    const float* p = reinterpret_cast<const float*>(smem + stage * C::kStage + 2 * C::kBBytes) + (wr + g) * kAP + t4;
+    uint32_t ahi[4][4], alo[4][4];
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      dev::tf32_split(p[8 * s], ahi[s][0], alo[s][0]);
+      dev::tf32_split(p[8 * kAP + 8 * s], ahi[s][1], alo[s][1]);
+      dev::tf32_split(p[8 * s + 4], ahi[s][2], alo[s][2]);
+      dev::tf32_split(p[8 * kAP + 8 * s + 4], ahi[s][3], alo[s][3]);
+    }
+    const uint32_t bh = sbase + stage * C::kStage, bl = bh + C::kBBytes;
+#pragma unroll
+    for (int e = 0; e < R; ++e) reg_fence(part[e]);
+    wg_fence();
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {  // k step s: 32 bytes into each 128-byte filter row
+      wgmma<BN>(part, alo[s], smem_desc(bh + 32 * s), s > 0);
+      wgmma<BN>(part, ahi[s], smem_desc(bl + 32 * s), 1);
+      wgmma<BN>(part, ahi[s], smem_desc(bh + 32 * s), 1);
+    }
+    wg_commit();
+    wg_wait_all();
+#pragma unroll
+    for (int e = 0; e < R; ++e) reg_fence(part[e]);
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        reg_keep(ahi[s][i]);
+        reg_keep(alo[s][i]);
+      }
+#pragma unroll
+    for (int e = 0; e < R; ++e) acc[e] += part[e];
+  }
+  dev::cp_async_wait<0>();
+
+  // accumulator e = 4 j + 2 h + {0, 1}: row g + 8 h, columns 8 j + 2 t4 + {0, 1}
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int m = tl.m0 + wr + g + 8 * h;
+    if (m >= tl.M) continue;
+    float* o = tl.yout + tl.out_offset(a, m) + n0 + 2 * t4;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j)
+      *reinterpret_cast<float2*>(o + 8 * j) = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+  }
+#else
+  // built without sm_90a code: conv2d_tf32x3_wgmma_available() says false, never launched
+  if (threadIdx.x == 0 && blockIdx.x == 0) __trap();
+#endif
+}
+
+/// Writes 1 where this kernel image was compiled with the wgmma instructions.
+__global__ void wgmma_probe_kernel(int* out) {
+#ifdef SG2_HAVE_WGMMA
+  *out = 1;
+#else
+  *out = 0;
+#endif
+}
+
+bool probe_device() {
+  int dev = 0, major = 0, minor = 0;
+  SG2_CUDA_CHECK(cudaGetDevice(&dev));
+  SG2_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  SG2_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  if (major != 9 || minor != 0) return false;
+  cudaFuncAttributes attr{};
+  if (cudaFuncGetAttributes(&attr, wgmma_probe_kernel) != cudaSuccess) {
+    cudaGetLastError();  // no image for this GPU: not available
+    return false;
+  }
+  int* d = nullptr;
+  SG2_CUDA_CHECK(cudaMalloc(&d, sizeof(int)));
+  int h = 0;
+  wgmma_probe_kernel<<<1, 1>>>(d);
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) e = cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost);
+  cudaFree(d);
+  if (e != cudaSuccess) fail(ErrorKind::device, "conv2d_tf32x3: the wgmma probe failed: ", cudaGetErrorString(e));
+  return h == 1;
+}
+
+template <int BN, bool TR>
+void launch_t(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
+  auto* k = conv_tf32x3_wgmma_kernel<BN, TR>;
+  SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(WgCfg<BN>::kSmem)));
+  k<<<grid, kThreads, WgCfg<BN>::kSmem, stream>>>(a);
+}
+
+}  // namespace
+
+bool tf32x3_wgmma_available() {
+  static std::mutex mu;
+  static std::vector<int> known;  // per device: -1 unknown, 0 no, 1 yes
+  int dev = 0;
+  SG2_CUDA_CHECK(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(mu);
+  if (size_t(dev) >= known.size()) known.resize(size_t(dev) + 1, -1);
+  if (known[size_t(dev)] < 0) known[size_t(dev)] = probe_device() ? 1 : 0;
+  return known[size_t(dev)] == 1;
+}
+
+int tf32x3_wgmma_bn(const Tf32x3ConvArgs& a) {
+  if (a.Cout % 64 != 0) return 0;
+  const char* e = std::getenv("SG2_TF32X3_BN");  // experiment knob: 64 or 128
+  if (e && std::strcmp(e, "64") == 0) return 64;
+  return a.Cout % 128 == 0 ? 128 : 64;
+}
+
+size_t tf32x3_wgmma_smem(int bn) { return bn == 128 ? WgCfg<128>::kSmem : WgCfg<64>::kSmem; }
+
+void conv2d_tf32x3_wgmma(const Tf32x3ConvArgs& a, dim3 grid, int bn, cudaStream_t stream) {
+  if (bn == 128) {
+    if (a.transposed) launch_t<128, true>(a, grid, stream);
+    else launch_t<128, false>(a, grid, stream);
+  } else {
+    if (a.transposed) launch_t<64, true>(a, grid, stream);
+    else launch_t<64, false>(a, grid, stream);
+  }
+  SG2_LAUNCH_CHECK("conv_tf32x3_wgmma_kernel");
+}
+
+}  // namespace sg2::cuda
