@@ -257,8 +257,8 @@ int64_t conv2d_tf32x3_blocks(const Tf32x3ConvArgs& a) {
 int conv2d_tf32x3_choose_splits(const Tf32x3ConvArgs& a, int num_sms) {
   const int64_t blocks = conv2d_tf32x3_blocks(a);
   const auto impl = conv2d_tf32x3_impl(a);
-  // resident blocks per SM: 2 (mma.sync; wgmma with 64 channels), 1 (wgmma with 128)
-  const int resident = impl == Tf32x3ConvArgs::Impl::wgmma && block_channels(a, impl) == 128 ? 1 : 2;
+  // resident blocks per SM: 2 (mma.sync), 1 (wgmma)
+  const int resident = impl == Tf32x3ConvArgs::Impl::wgmma ? 1 : 2;
   const int chunks = (a.transposed ? 4 : 9) * (a.Cin / kBK);  // the largest phase's (transposed: 2x2 taps)
   int s = 1;
   // fill the resident slots; at least 4 chunks per split

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "engine/src/cuda/cuda_check.h"
@@ -34,8 +35,9 @@ constexpr int kAP = kBK + 4;  // activation tile row pitch (floats)
 
 template <int BN>
 struct WgCfg {
-  static constexpr int kStages = BN == 64 ? 3 : 4;
-  static constexpr int kMinBlocks = BN == 64 ? 2 : 1;  // resident blocks per SM (registers, shared memory)
+  // Stages: chunk c - 1 is being read by the tensor cores, c is being split, c + 1 .. c + kStages
+  // - 3 are in flight, and c + kStages - 2 is being issued (the stage chunk c - 2 left).
+  static constexpr int kStages = 4;
   static constexpr int kBBytes = BN * 128;              // one filter tile (hi or lo)
   static constexpr int kABytes = kBM * kAP * 4;         // the activation tile
   static constexpr int kStage = 2 * kBBytes + kABytes;  // a multiple of 1024: every tile 1024-aligned
@@ -102,7 +104,7 @@ __device__ __forceinline__ void wgmma(float (&d)[BN / 2], const uint32_t (&a)[4]
 #endif  // SG2_HAVE_WGMMA
 
 template <int BN, bool TR>
-__global__ void __launch_bounds__(kThreads, WgCfg<BN>::kMinBlocks) conv_tf32x3_wgmma_kernel(Tf32x3ConvArgs a) {
+__global__ void __launch_bounds__(kThreads, 1) conv_tf32x3_wgmma_kernel(Tf32x3ConvArgs a) {
 #ifdef SG2_HAVE_WGMMA
   using C = WgCfg<BN>;
   constexpr int R = BN / 2;  // accumulator registers per thread
@@ -140,26 +142,48 @@ __global__ void __launch_bounds__(kThreads, WgCfg<BN>::kMinBlocks) conv_tf32x3_w
 #pragma unroll
   for (int e = 0; e < R; ++e) acc[e] = part[e] = 0.0f;
 
+  constexpr int S = C::kStages;
 #pragma unroll
-  for (int s = 0; s < C::kStages - 1; ++s) {
+  for (int s = 0; s < S - 2; ++s) {
     if (s < nchunks) issue(cbeg + s, s);
     dev::cp_async_commit();
   }
-  for (int c = 0; c < nchunks; ++c) {
-    dev::cp_async_wait<C::kStages - 2>();
+  // Software pipeline, one chunk per step, two register sets for the split activations (x: this
+  // chunk's, y: the previous chunk's, still read by its MMAs): wait for chunk c's copies, refill
+  // the stage of chunk c - 2, split chunk c, wait for chunk c - 1's MMAs and add their sum to
+  // acc, then issue chunk c's twelve MMAs without waiting. The tensor cores thus work through
+  // the barrier, the copies and the splitting.
+  // (first: a compile-time flag, so that the compiler sees every read of the MMAs' registers
+  // behind a wait)
+  auto step = [&](auto first, int c, uint32_t (&xhi)[4][4], uint32_t (&xlo)[4][4], uint32_t (&yhi)[4][4],
+                  uint32_t (&ylo)[4][4]) {
+    dev::cp_async_wait<S - 3>();
     fence_proxy_async();  // this thread's copies -> visible to the tensor cores
-    __syncthreads();      // chunk c is in; every warpgroup is done with the stage refilled below
-    if (c + C::kStages - 1 < nchunks) issue(cbeg + c + C::kStages - 1, (c + C::kStages - 1) % C::kStages);
+    __syncthreads();      // chunk c is in; chunk c - 2's MMAs are done (waited for last step)
+    if (c + S - 2 < nchunks) issue(cbeg + c + S - 2, (c + S - 2) % S);
     dev::cp_async_commit();
-    const int stage = c % C::kStages;
+    const int stage = c % S;
     const float* p = reinterpret_cast<const float*>(smem + stage * C::kStage + 2 * C::kBBytes) + (wr + g) * kAP + t4;
-    uint32_t ahi[4][4], alo[4][4];
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
-      dev::tf32_split(p[8 * s], ahi[s][0], alo[s][0]);
-      dev::tf32_split(p[8 * kAP + 8 * s], ahi[s][1], alo[s][1]);
-      dev::tf32_split(p[8 * s + 4], ahi[s][2], alo[s][2]);
-      dev::tf32_split(p[8 * kAP + 8 * s + 4], ahi[s][3], alo[s][3]);
+      dev::tf32_split(p[8 * s], xhi[s][0], xlo[s][0]);
+      dev::tf32_split(p[8 * kAP + 8 * s], xhi[s][1], xlo[s][1]);
+      dev::tf32_split(p[8 * s + 4], xhi[s][2], xlo[s][2]);
+      dev::tf32_split(p[8 * kAP + 8 * s + 4], xhi[s][3], xlo[s][3]);
+    }
+    if constexpr (!decltype(first)::value) {  // chunk c - 1: its MMAs are done, its sum goes into acc
+      wg_wait_all();
+#pragma unroll
+      for (int e = 0; e < R; ++e) reg_fence(part[e]);
+#pragma unroll
+      for (int s = 0; s < 4; ++s)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          reg_keep(yhi[s][i]);
+          reg_keep(ylo[s][i]);
+        }
+#pragma unroll
+      for (int e = 0; e < R; ++e) acc[e] += part[e];
     }
     const uint32_t bh = sbase + stage * C::kStage, bl = bh + C::kBBytes;
 #pragma unroll
@@ -167,11 +191,21 @@ __global__ void __launch_bounds__(kThreads, WgCfg<BN>::kMinBlocks) conv_tf32x3_w
     wg_fence();
 #pragma unroll
     for (int s = 0; s < 4; ++s) {  // k step s: 32 bytes into each 128-byte filter row
-      wgmma<BN>(part, alo[s], smem_desc(bh + 32 * s), s > 0);
-      wgmma<BN>(part, ahi[s], smem_desc(bl + 32 * s), 1);
-      wgmma<BN>(part, ahi[s], smem_desc(bh + 32 * s), 1);
+      wgmma<BN>(part, xlo[s], smem_desc(bh + 32 * s), s > 0);
+      wgmma<BN>(part, xhi[s], smem_desc(bl + 32 * s), 1);
+      wgmma<BN>(part, xhi[s], smem_desc(bh + 32 * s), 1);
     }
     wg_commit();
+  };
+  uint32_t ahi[4][4], alo[4][4], bhi[4][4], blo[4][4];
+  if (nchunks > 0) step(std::true_type{}, 0, ahi, alo, bhi, blo);
+  int c = 1;
+  for (; c + 1 < nchunks; c += 2) {
+    step(std::false_type{}, c, bhi, blo, ahi, alo);
+    step(std::false_type{}, c + 1, ahi, alo, bhi, blo);
+  }
+  if (c < nchunks) step(std::false_type{}, c, bhi, blo, ahi, alo);
+  if (nchunks > 0) {  // the last chunk's MMAs
     wg_wait_all();
 #pragma unroll
     for (int e = 0; e < R; ++e) reg_fence(part[e]);
@@ -181,6 +215,8 @@ __global__ void __launch_bounds__(kThreads, WgCfg<BN>::kMinBlocks) conv_tf32x3_w
       for (int i = 0; i < 4; ++i) {
         reg_keep(ahi[s][i]);
         reg_keep(alo[s][i]);
+        reg_keep(bhi[s][i]);
+        reg_keep(blo[s][i]);
       }
 #pragma unroll
     for (int e = 0; e < R; ++e) acc[e] += part[e];

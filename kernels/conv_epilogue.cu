@@ -13,6 +13,7 @@
 #include "engine/src/cuda/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/conv_epilogue.h"
+#include "kernels/skip_image.cuh"
 
 namespace sg2::cuda {
 
@@ -39,38 +40,6 @@ __device__ __forceinline__ void store_vec(T* p, const float (&v)[V]) {
 #pragma unroll
     for (int e = 0; e < V; ++e) p[e] = dev::from_float<T>(v[e]);
   }
-}
-
-// upsample2d(img_prev)[k, y, x] of one sample: up 2, pad p0 = (f+1)/2, gain 4, the filter flipped
-// (convolution), taps in the reference's order (filter row, then column).
-__device__ float upsampled(const float* src, int Hi, int Wi, const float* filter, int f, int y, int x) {
-  const int p0 = (f + 1) / 2;
-  float acc = 0.0f;
-  if (f == 4) {  // two taps per axis: i with (y + i - 2) even
-    const int i0 = y & 1, j0 = x & 1;
-#pragma unroll
-    for (int a = 0; a < 2; ++a) {
-      const int i = i0 + 2 * a, sy = (y + i - p0) >> 1;
-      if (sy < 0 || sy >= Hi) continue;
-#pragma unroll
-      for (int b = 0; b < 2; ++b) {
-        const int j = j0 + 2 * b, sx = (x + j - p0) >> 1;
-        if (sx < 0 || sx >= Wi) continue;
-        acc += src[sy * Wi + sx] * (__ldg(filter + (3 - i) * 4 + (3 - j)) * 4.0f);
-      }
-    }
-    return acc;
-  }
-  for (int i = 0; i < f; ++i) {
-    const int uy = y + i - p0;
-    if (uy < 0 || uy >= 2 * Hi || (uy & 1)) continue;
-    for (int j = 0; j < f; ++j) {
-      const int ux = x + j - p0;
-      if (ux < 0 || ux >= 2 * Wi || (ux & 1)) continue;
-      acc += src[(uy / 2) * Wi + ux / 2] * (filter[(f - 1 - i) * f + (f - 1 - j)] * 4.0f);
-    }
-  }
-  return acc;
 }
 
 template <typename Tin, typename Tout, int V>
@@ -176,7 +145,7 @@ __global__ void __launch_bounds__(kThreads) conv_epilogue_kernel(EpilogueArgs a,
           float r = tk + a.rgb_bias[kk];
           if (a.rgb_clamp >= 0.0f) r = fminf(fmaxf(r, -a.rgb_clamp), a.rgb_clamp);
           const float up =
-              a.img_prev ? upsampled(a.img_prev + (size_t(n) * K + kk) * (HW / 4), a.H / 2, a.W / 2, a.filter, a.fsize, yy, xx)
+              a.img_prev ? dev::upsampled(a.img_prev + (size_t(n) * K + kk) * (HW / 4), a.H / 2, a.W / 2, a.filter, a.fsize, yy, xx)
                          : 0.0f;
           a.img[(size_t(n) * K + kk) * HW + hw] = up + r;
         }
@@ -193,7 +162,7 @@ __global__ void __launch_bounds__(kThreads) conv_epilogue_kernel(EpilogueArgs a,
 constexpr int kPairs = 2;
 
 template <typename Tin, typename Tout, int KR>
-__global__ void __launch_bounds__(kThreads, 3) conv_epilogue_tab_kernel(EpilogueArgs a, int G, int log2w) {
+__global__ void __launch_bounds__(kThreads, 4) conv_epilogue_tab_kernel(EpilogueArgs a, int G, int log2w) {
   extern __shared__ float tab[];  // [dd C][bias C][out_scale C][rgb KR x C][filter 16]
   const int C = a.C;
   const int n = blockIdx.y;
@@ -241,44 +210,68 @@ __global__ void __launch_bounds__(kThreads, 3) conv_epilogue_tab_kernel(Epilogue
       nz[u] = ok[u] && noise ? noise[hw[u]] * a.noise_strength : 0.0f;
       if (ok[u] && has) load_vec<Tin, 8>(y + hw[u] * C + c0, v[u]);
     }
+    // table by table (each row read from shared memory once for all kPairs pixels), pixel by
+    // pixel inside: the same operations per element, in the same order, as the general kernel
     float t[kPairs][KR > 0 ? KR : 1];
 #pragma unroll
-    for (int u = 0; u < kPairs; ++u) {
+    for (int u = 0; u < kPairs; ++u)
 #pragma unroll
       for (int k = 0; k < KR; ++k) t[u][k] = 0.0f;
-      if (!(ok[u] && has)) continue;
-      const int off = hw[u] * C + c0;
-      float d[8], b[8];
-      load_vec<float, 8>(sd + c0, d);
-      load_vec<float, 8>(sb + c0, b);
+    if (has) {
+      {
+        float d[8], b[8];
+        load_vec<float, 8>(sd + c0, d);
+        load_vec<float, 8>(sb + c0, b);
 #pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        float q = v[u][e];
-        if (a.dd) q = q * d[e];
-        q = q + nz[u];
-        if (a.bias) q = q + b[e];
-        v[u][e] = dev::bias_act(q, a.lrelu, a.gain, a.clamp);
+        for (int u = 0; u < kPairs; ++u) {
+          if (!ok[u]) continue;
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {
+            float q = v[u][e];
+            if (a.dd) q = q * d[e];
+            q = q + nz[u];
+            if (a.bias) q = q + b[e];
+            v[u][e] = dev::bias_act(q, a.lrelu, a.gain, a.clamp);
+          }
+        }
       }
       if (residual) {
-        float r[8];
-        load_vec<float, 8>(residual + off, r);
 #pragma unroll
-        for (int e = 0; e < 8; ++e) v[u][e] = v[u][e] + r[e];
+        for (int u = 0; u < kPairs; ++u) {
+          if (!ok[u]) continue;
+          float r[8];
+          load_vec<float, 8>(residual + hw[u] * C + c0, r);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) v[u][e] = v[u][e] + r[e];
+        }
       }
       if (out) {
         float o[8];
         load_vec<float, 8>(so + c0, o);
 #pragma unroll
-        for (int e = 0; e < 8; ++e) o[e] = a.out_scale ? v[u][e] * o[e] : v[u][e];
-        store_vec<Tout, 8>(out + off, o);
+        for (int u = 0; u < kPairs; ++u) {
+          if (!ok[u]) continue;
+          float w[8];
+#pragma unroll
+          for (int e = 0; e < 8; ++e) w[e] = a.out_scale ? v[u][e] * o[e] : v[u][e];
+          store_vec<Tout, 8>(out + hw[u] * C + c0, w);
+        }
       }
-      if (raw) store_vec<Tout, 8>(raw + off, v[u]);
+      if (raw) {
+#pragma unroll
+        for (int u = 0; u < kPairs; ++u)
+          if (ok[u]) store_vec<Tout, 8>(raw + hw[u] * C + c0, v[u]);
+      }
 #pragma unroll
       for (int k = 0; k < KR; ++k) {
         float w[8];
         load_vec<float, 8>(sr + k * C + c0, w);
 #pragma unroll
-        for (int e = 0; e < 8; ++e) t[u][k] += v[u][e] * w[e];
+        for (int u = 0; u < kPairs; ++u) {
+          if (!ok[u]) continue;
+#pragma unroll
+          for (int e = 0; e < 8; ++e) t[u][k] += v[u][e] * w[e];
+        }
       }
     }
     if constexpr (KR > 0) {
@@ -296,22 +289,10 @@ __global__ void __launch_bounds__(kThreads, 3) conv_epilogue_tab_kernel(Epilogue
           float r = tk + a.rgb_bias[kk];
           if (a.rgb_clamp >= 0.0f) r = fminf(fmaxf(r, -a.rgb_clamp), a.rgb_clamp);
           float up = 0.0f;
-          if (up4) {  // taps as in upsampled(): rows i0, i0 + 2 and columns j0, j0 + 2 of g
-            const float* src = a.img_prev + (size_t(n) * KR + kk) * (HW / 4);
-            const int Hi = a.H / 2, Wi = a.W / 2, i0 = yy & 1, j0 = xx & 1;
-#pragma unroll
-            for (int p = 0; p < 2; ++p) {
-              const int i = i0 + 2 * p, sy = (yy + i - 2) >> 1;
-              if (sy < 0 || sy >= Hi) continue;
-#pragma unroll
-              for (int q = 0; q < 2; ++q) {
-                const int j = j0 + 2 * q, sx = (xx + j - 2) >> 1;
-                if (sx < 0 || sx >= Wi) continue;
-                up += src[sy * Wi + sx] * sg[i * 4 + j];
-              }
-            }
+          if (up4) {
+            up = dev::upsampled4(a.img_prev + (size_t(n) * KR + kk) * (HW / 4), a.H / 2, a.W / 2, sg, yy, xx);
           } else if (a.img_prev) {
-            up = upsampled(a.img_prev + (size_t(n) * KR + kk) * (HW / 4), a.H / 2, a.W / 2, a.filter, a.fsize, yy, xx);
+            up = dev::upsampled(a.img_prev + (size_t(n) * KR + kk) * (HW / 4), a.H / 2, a.W / 2, a.filter, a.fsize, yy, xx);
           }
           a.img[(size_t(n) * KR + kk) * HW + hw[u]] = up + r;
         }

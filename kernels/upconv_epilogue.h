@@ -29,6 +29,7 @@ struct UpEpilogueArgs {
   const void* t = nullptr;           // [N, TH, TW, C] device
   const float* filter = nullptr;     // [fsize, fsize] resample filter (sums to 1), device
   int fsize = 0;                     // 2..8
+  const float* filter1d = nullptr;   // [fsize] 1-D taps, filter = outer(filter1d, filter1d) (separable), or null
   const float* dd = nullptr;         // [N, dd_stride], or null (1)
   int dd_stride = 0;
   const float* noise = nullptr;      // [N or 1, H, W] fp32, or null

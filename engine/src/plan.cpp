@@ -29,6 +29,11 @@ SynthesisPlan make_synthesis_plan(const ModelConfig& cfg) {
   plan.architecture = cfg.synthesis.architecture;
   plan.filter = make_filter2d(cfg.synthesis.resample_filter);
   plan.filter_size = static_cast<int>(cfg.synthesis.resample_filter.size());
+  {
+    double s1 = 0;
+    for (float t : cfg.synthesis.resample_filter) s1 += t;
+    for (float t : cfg.synthesis.resample_filter) plan.filter1d.push_back(static_cast<float>(t / s1));
+  }
   const bool skip_arch = plan.architecture == "skip";
   const bool resnet = plan.architecture == "resnet";
   const float sqrt_half = static_cast<float>(std::sqrt(0.5));

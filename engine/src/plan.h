@@ -47,6 +47,7 @@ struct SynthesisPlan {
   std::vector<BlockPlan> blocks;
   std::vector<float> filter;  ///< [fh * fw] 2-D resample filter, normalised to sum 1, row-major
   int filter_size = 4;        ///< fh = fw
+  std::vector<float> filter1d;  ///< [fw] the 1-D taps / their sum: filter = outer(filter1d, filter1d) up to rounding
 };
 
 /// Builds the plan of `config` (validated). ws rows follow the official w_idx bookkeeping:

@@ -3,6 +3,8 @@
 // storage within 2e-3 (fp16 has an 11-bit significand: one rounding is <= 4.9e-4 relative).
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include <cmath>
 #include <cstring>
 #include <iostream>
@@ -16,6 +18,7 @@
 #include "kernels/conv_epilogue.h"
 #include "kernels/demodulate.h"
 #include "kernels/fully_connected.h"
+#include "kernels/fused_conv_f16.h"
 #include "kernels/modulate.h"
 #include "kernels/ref/bias_act.h"
 #include "kernels/ref/fully_connected.h"
@@ -243,6 +246,7 @@ struct EpiCase {
   int N, C, H, img_channels;
   DType in, out;
   bool per_sample_noise, residual, img_prev, clamp;
+  bool fused = false;  // fused_conv_f16: y = conv3x3(x, w) (fp16 x, w) computed by the kernel
 };
 
 /// Runs one case against the reference; returns the device's out, raw and image.
@@ -251,6 +255,12 @@ std::vector<Tensor> run_epilogue_case(const EpiCase& k, uint32_t seed) {
   const std::vector<float> filter = make_filter2d({1, 3, 3, 1});
   Tensor y = randn({N, C, H, W}, seed, 3.0f);
   if (k.in == DType::f16) y = round_f16(y);
+  Tensor cx, cw;  // fused: the conv's input and filter (fp16 values), y their fp32 convolution
+  if (k.fused) {
+    cx = round_f16(randn({N, C, H, W}, seed + 11));
+    cw = round_f16(randn({C, C, 3, 3}, seed + 12, 0.2f));
+    y = ref::conv2d(cx, cw, 1, true);
+  }
   Tensor dd = randn({N, C}, seed + 1), bias = randn({C}, seed + 2), scale = randn({N, C}, seed + 3);
   Tensor noise = randn({k.per_sample_noise ? N : 1, H, W}, seed + 4), res = randn({N, C, H, W}, seed + 5);
   Tensor rgb_w = randn({std::max(K, 1), C}, seed + 6), rgb_s = randn({N, C}, seed + 7, 0.3f), rgb_b = randn({std::max(K, 1)}, seed + 8);
@@ -326,13 +336,26 @@ std::vector<Tensor> run_epilogue_case(const EpiCase& k, uint32_t seed) {
     a.filter = d_f.as<float>();
     a.fsize = 4;
   }
-  cuda::conv_epilogue(a, nullptr);
-  const std::string label = "epilogue N=" + std::to_string(N) + " C=" + std::to_string(C) + " H=" + std::to_string(H) +
+  if (k.fused) {
+    Tensor wd({C, 3, 3, C});  // [Cout, 3, 3, Cin]
+    for (int o = 0; o < C; ++o)
+      for (int i = 0; i < C; ++i)
+        for (int t = 0; t < 9; ++t) wd[(int64_t(o) * 9 + t) * C + i] = cw[(int64_t(o) * C + i) * 9 + t];
+    auto d_x = to_device(to_nhwc(cx), DType::f16), d_w = to_device(wd, DType::f16);
+    a.y = nullptr;
+    EXPECT_TRUE(cuda::fused_conv_f16_supports(a));
+    cuda::fused_conv_f16(d_x.get(), d_w.get(), a, nullptr);
+    SG2_CUDA_CHECK(cudaDeviceSynchronize());
+  } else {
+    cuda::conv_epilogue(a, nullptr);
+  }
+  const std::string label = std::string(k.fused ? "fused conv " : "") + "epilogue N=" + std::to_string(N) + " C=" + std::to_string(C) + " H=" + std::to_string(H) +
                             " K=" + std::to_string(K) + " " + dt_name(k.in) + "->" + dt_name(k.out);
   const double tol = k.out == DType::f16 ? 2e-3 : 1e-6;
   EXPECT_TRUE(near_rel(to_nchw(from_device(d_out.get(), {N, H, W, C}, k.out)), out, tol, label + " out"));
   EXPECT_TRUE(near_rel(to_nchw(from_device(d_raw.get(), {N, H, W, C}, k.out)), v, tol, label + " raw"));
-  if (K > 0) EXPECT_TRUE(near_rel(from_device(d_img.get(), {N, K, H, W}), img_ref, 1e-5, label + " img"));
+  // fused: the conv sums in another order than the reference (fp32, ~1e-6 relative)
+  if (K > 0) EXPECT_TRUE(near_rel(from_device(d_img.get(), {N, K, H, W}), img_ref, k.fused ? 1e-4 : 1e-5, label + " img"));
   return {from_device(d_out.get(), {N, H, W, C}, k.out), from_device(d_raw.get(), {N, H, W, C}, k.out),
           from_device(d_img.get(), {N, std::max(K, 1), H, W})};
 }
@@ -357,6 +380,24 @@ TEST(GpuKernels, ConvEpilogueMatchesReference) {
   };
   uint32_t seed = 100;
   for (const EpiCase& k : cases) run_epilogue_case(k, seed += 10);
+}
+
+// The fused fp16 conv1 + epilogue + ToRGB kernel (kernels/fused_conv_f16.h) against the CPU
+// convolution followed by the reference epilogue: 32 and 64 channels, 0-4 image channels, one
+// tile per sample, tiles at the image edges, and more tiles than resident blocks (192 x 192).
+TEST(GpuKernels, FusedConvF16MatchesReference) {
+  SG2_REQUIRE_GPU();
+  const EpiCase cases[] = {
+      {2, 32, 16, 3, DType::f16, DType::f16, true, false, true, true, true},
+      {1, 64, 16, 1, DType::f16, DType::f16, false, false, false, false, true},
+      {2, 64, 48, 0, DType::f16, DType::f16, true, false, false, true, true},
+      {1, 32, 32, 4, DType::f16, DType::f16, false, false, true, false, true},
+      {3, 64, 32, 3, DType::f16, DType::f16, true, false, true, true, true},
+      {2, 32, 192, 3, DType::f16, DType::f16, true, false, true, true, true},
+      {1, 64, 192, 1, DType::f16, DType::f16, false, false, true, true, true},
+  };
+  uint32_t seed = 700;
+  for (const EpiCase& k : cases) run_epilogue_case(k, seed += 20);
 }
 
 // The shared-table kernel (one chunk per lane, <= 4 image channels) and the general kernel give
@@ -390,6 +431,8 @@ TEST(GpuKernels, UpconvEpilogueMatchesReference) {
                         {3, 40, 8, DType::f16, DType::f16, true}, {1, 64, 32, DType::f16, DType::f32, false},
                         {2, 13, 64, DType::f32, DType::f16, true}, {1, 512, 8, DType::f16, DType::f16, false}};
   const std::vector<float> filter = make_filter2d({1, 3, 3, 1});
+  const std::vector<float> filter1d = {0.125f, 0.375f, 0.375f, 0.125f};  // outer(filter1d, filter1d) == filter
+  auto d_f1 = to_device(filter1d);
   uint32_t seed = 300;
   for (const Case& k : cases) {
     const int N = k.N, C = k.C, H = k.H, TH = H + 1;
@@ -440,12 +483,18 @@ TEST(GpuKernels, UpconvEpilogueMatchesReference) {
     a.out_scale = d_sc.as<float>();
     a.out_scale_stride = C;
     a.raw = d_raw.get();
-    cuda::upconv_epilogue(a, nullptr);
-    const std::string label = "upconv N=" + std::to_string(N) + " C=" + std::to_string(C) + " H=" + std::to_string(H) +
-                              " " + dt_name(k.in) + "->" + dt_name(k.out);
-    const double tol = k.out == DType::f16 ? 2e-3 : 1e-6;
-    EXPECT_TRUE(near_rel(to_nchw(from_device(d_out.get(), {N, H, H, C}, k.out)), out, tol, label + " out"));
-    EXPECT_TRUE(near_rel(to_nchw(from_device(d_raw.get(), {N, H, H, C}, k.out)), v, tol, label + " raw"));
+    // the 2-D FIR, then the separable one (filter1d given: C % 8 == 0 takes the separable kernel)
+    for (int sep = 0; sep < 2; ++sep) {
+      a.filter1d = sep ? d_f1.as<float>() : nullptr;
+      SG2_CUDA_CHECK(cudaMemset(d_out.get(), 0xff, d_out.bytes()));
+      SG2_CUDA_CHECK(cudaMemset(d_raw.get(), 0xff, d_raw.bytes()));
+      cuda::upconv_epilogue(a, nullptr);
+      const std::string label = std::string(sep ? "separable " : "") + "upconv N=" + std::to_string(N) + " C=" +
+                                std::to_string(C) + " H=" + std::to_string(H) + " " + dt_name(k.in) + "->" + dt_name(k.out);
+      const double tol = k.out == DType::f16 ? 2e-3 : 1e-6;
+      EXPECT_TRUE(near_rel(to_nchw(from_device(d_out.get(), {N, H, H, C}, k.out)), out, tol, label + " out"));
+      EXPECT_TRUE(near_rel(to_nchw(from_device(d_raw.get(), {N, H, H, C}, k.out)), v, tol, label + " raw"));
+    }
   }
 }
 
@@ -686,7 +735,7 @@ TEST(GpuKernels, Tf32x3ConvIsAsAccurateAsFma) {
     const double tf32 = check_conv(c, DType::f32, cuda::ConvMath::tf32, ConvImpl::cudnn, seed);
     std::cout << "  conv " << c.Cin << "->" << c.Cout << (c.transposed ? " transposed" : " forward")
               << ": max|err|/scale simt (fma) " << fma << ", 3xtf32 mma.sync " << tc << ", 3xtf32 wgmma "
-              << (wg < 0 ? std::string("-") : std::to_string(wg)) << ", cudnn tf32 " << tf32 << "\n";
+              << (wg < 0 ? std::string("-") : (std::ostringstream() << wg).str()) << ", cudnn tf32 " << tf32 << "\n";
     EXPECT_LE(tc, std::max(3.0 * fma, 1e-6)) << "3xTF32 should be as accurate as FMA fp32";
     EXPECT_LE(wg, std::max(3.0 * fma, 1e-6)) << "3xTF32 (wgmma) should be as accurate as FMA fp32";
     EXPECT_LT(tc * 30.0, tf32) << "3xTF32 should be far more accurate than plain TF32";

@@ -208,6 +208,7 @@ DeviceModel::DeviceModel(const Model& model, Precision precision, MemoryStats* s
   w_inv_off_ = ar.add(w_inv_all);
   const_off_ = ar.add(model.at("synthesis.b4.const").vec());
   filter_off_ = ar.add(plan_.filter);
+  filter1d_off_ = ar.add(plan_.filter1d);
 
   arena_ = DeviceBuffer(ar.bytes().size(), stats);
   SG2_CUDA_CHECK(cudaMemcpyAsync(arena_.get(), ar.bytes().data(), ar.bytes().size(), cudaMemcpyHostToDevice, stream));

@@ -100,6 +100,8 @@ class DeviceModel {
   // misc
   size_t const_off() const { return const_off_; }  ///< synthesis.b4.const [C, 4, 4]
   size_t filter_off() const { return filter_off_; }
+  /// The resample filter's 1-D taps (SynthesisPlan::filter1d): the 2-D filter is their outer product.
+  size_t filter1d_off() const { return filter1d_off_; }
   int noise_floats_per_sample() const { return noise_per_sample_; }
 
  private:
@@ -114,7 +116,7 @@ class DeviceModel {
   int s_cols_ = 0, d_cols_ = 0, num_conv_ = 0;
   size_t aff_w_off_ = 0, aff_b_off_ = 0, aff_rows_off_ = 0, aff_scale_off_ = 0;
   size_t demod_layers_off_ = 0, layer_of_output_off_ = 0, q_off_ = 0, w_inv_off_ = 0;
-  size_t const_off_ = 0, filter_off_ = 0;
+  size_t const_off_ = 0, filter_off_ = 0, filter1d_off_ = 0;
   int noise_per_sample_ = 0;
 };
 

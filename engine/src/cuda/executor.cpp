@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "kernels/conv_epilogue.h"
 #include "kernels/demodulate.h"
 #include "kernels/fully_connected.h"
+#include "kernels/fused_conv_f16.h"
 #include "kernels/modulate.h"
 #include "kernels/upconv_epilogue.h"
 #include "kernels/upfirdn2d.h"
@@ -114,6 +116,8 @@ Executor::Executor(const DeviceModel& m, int N, cudnnHandle_t cudnn, MemoryStats
     yb = std::max(yb, sz(N * r * r * C, D));
     db = std::max(db, sz(N * r * r * C, DType::f32));
   }
+  // X and Y trade roles after a fused conv1 (the activation then lives in Y): one size for both
+  xb = yb = std::max(xb, yb);
   const size_t ib = sz(int64_t(N) * cfg.img_channels * cfg.img_resolution * cfg.img_resolution, DType::f32);
   ws_ = DeviceBuffer(sz(int64_t(N) * cfg.num_ws * cfg.w_dim, DType::f32), stats);
   s_ = DeviceBuffer(sz(int64_t(N) * m.s_cols(), DType::f32), stats);
@@ -332,6 +336,7 @@ std::vector<Executor::Step> Executor::program(NoiseKind kind, bool with_mapping,
       u.t = Y;
       u.filter = filter;
       u.fsize = fsize;
+      u.filter1d = m.at(m.filter1d_off());
       u.dd = dd + c0.d_col;
       u.dd_stride = Dc;
       noise_of(c0, &u.noise, &u.noise_stride_n, &u.noise_strength);
@@ -344,13 +349,6 @@ std::vector<Executor::Step> Executor::program(NoiseKind kind, bool with_mapping,
       u.out_scale = s_in + bd.conv1.s_col;
       u.out_scale_stride = S;
       steps.push_back({[u](cudaStream_t st) { upconv_epilogue(u, st); }, tag + ".conv0.epilogue"});
-    }
-    {
-      CudnnConv* conv = cv.conv1.get();
-      const void* w = m.at<char>(bd.conv1.weight_off);
-      void* wsp = workspace_.get();
-      const size_t wsb = workspace_.bytes();
-      steps.push_back({[=](cudaStream_t st) { conv->run(X, w, Y, wsp, wsb, st); }, tag + ".conv1"});
     }
     EpilogueArgs e;
     e.N = N;
@@ -389,7 +387,30 @@ std::vector<Executor::Step> Executor::program(NoiseKind kind, bool with_mapping,
       e.fsize = fsize;
       img_cur = dst;
     }
-    Step st{[e](cudaStream_t strm) { conv_epilogue(e, strm); }, tag + ".conv1.epilogue" + (bd.torgb ? "+torgb" : "")};
+    // fp16 blocks with few channels: conv1, its epilogue and ToRGB in one kernel (the conv output
+    // never goes to memory); it writes into Y, which then holds the activation (X and Y swap).
+    EpilogueArgs ef = e;
+    if (ef.out) ef.out = Y;
+    const bool fuse = D == DType::f16 && fused_conv_f16_supports(ef) &&
+                      std::getenv("SG2_UNFUSED_CONV1") == nullptr;
+    Step st;
+    if (fuse) {
+      const void* w = m.at<char>(bd.conv1.weight_off);
+      const void* xin = X;
+      st = Step{[ef, xin, w](cudaStream_t strm) { fused_conv_f16(xin, w, ef, strm); },
+                tag + ".conv1+epilogue" + (bd.torgb ? "+torgb" : "") + " (fused)"};
+      std::swap(X, Y);
+      e = ef;
+    } else {
+      {
+        CudnnConv* conv = cv.conv1.get();
+        const void* w = m.at<char>(bd.conv1.weight_off);
+        void* wsp = workspace_.get();
+        const size_t wsb = workspace_.bytes();
+        steps.push_back({[=](cudaStream_t st) { conv->run(X, w, Y, wsp, wsb, st); }, tag + ".conv1"});
+      }
+      st = Step{[e](cudaStream_t strm) { conv_epilogue(e, strm); }, tag + ".conv1.epilogue" + (bd.torgb ? "+torgb" : "")};
+    }
     if (for_dump) {
       st.dump_block = static_cast<int>(i);
       dump_x_.resize(blocks.size());

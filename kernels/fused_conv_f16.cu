@@ -1,0 +1,276 @@
+// sg2 CUDA kernels: fused fp16 conv1 + epilogue + ToRGB (fused_conv_f16.h).
+//
+// Persistent blocks of 256 threads (8 warps). A block first stages the whole filter in shared
+// memory ([tap][Cout][Cin], rows padded to Cin + 8 halves), then walks over output tiles of
+// 16 x 16 pixels of one sample: the tile's input with its 1-pixel halo (18 x 18 pixels x C
+// channels) is staged by cp.async into one of two buffers while the previous tile computes, so
+// every input pixel is read from memory about 1.27 times. Warp w computes rows 2w and 2w + 1 of
+// the tile (two m16 tiles of 16 pixels) x all C output channels with mma.sync m16n8k16 (fp16
+// operands by ldmatrix: each lane names the shared-memory row of its pixel shifted by the tap,
+// fp32 accumulators), k = (tap, input channel) in fixed order. The epilogue runs on the
+// accumulators; the ToRGB partial sums are reduced over the 4 lanes that share a pixel.
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "engine/src/cuda/cuda_check.h"
+#include "kernels/common.cuh"
+#include "kernels/fused_conv_f16.h"
+#include "kernels/skip_image.cuh"
+#include "kernels/tf32x3_device.cuh"
+
+namespace sg2::cuda {
+
+namespace {
+
+constexpr int kT = 16;               // output tile: kT x kT pixels
+constexpr int kHalo = kT + 2;        // input tile side
+constexpr int kThreads = 256;
+constexpr int kMaxRgb = 4;
+
+template <int C>
+struct FusedCfg {
+  static constexpr int kPitch = C + 8;                         // halves per pixel / filter row
+  static constexpr int kW = 9 * C * kPitch;                    // filter (halves)
+  static constexpr int kIn = kHalo * kHalo * kPitch;           // one input tile (halves)
+  static constexpr int kTab = (3 + kMaxRgb) * C + 16;          // per-sample tables + image filter (floats)
+  static constexpr size_t kSmem = size_t(kW + 2 * kIn) * 2 + kTab * sizeof(float);
+};
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const __half* p) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
+
+__device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <int C, int KR>
+__global__ void __launch_bounds__(kThreads, C == 32 ? 2 : 1) fused_conv_f16_kernel(const __half* __restrict__ x,
+                                                                   const __half* __restrict__ w, EpilogueArgs e,
+                                                                   int tiles_x, int tiles_per_sample, int ntiles) {
+  using F = FusedCfg<C>;
+  constexpr int P = F::kPitch, NT = C / 8;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  __half* sw = reinterpret_cast<__half*>(smem_raw);  // [9][C][P]
+  __half* sin = sw + F::kW;                          // 2 x [kHalo][kHalo][P]
+  float* sg = reinterpret_cast<float*>(sin + 2 * F::kIn);  // [16] the skip image's filter, flipped, x 4
+  float* sd = sg + 16;       // [C] demodulation of the staged sample
+  float* sb = sd + C;        // [C] bias
+  float* so = sb + C;        // [C] next layer's input scale
+  float* sr = so + C;        // [KR][C] ToRGB weight x style
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int HW = e.H * e.W;
+
+  // the filter, once per block
+  for (int q = tid; q < 9 * C * (C / 8); q += kThreads) {
+    const int row = q / (C / 8), seg = q - row * (C / 8);  // row = tap * C + output channel
+    const int t = row / C, o = row - t * C;
+    dev::cp_async16(sw + row * P + 8 * seg, w + (size_t(o) * 9 + t) * C + 8 * seg, 16);
+  }
+  const bool up4 = e.img_prev != nullptr && e.fsize == 4;
+  if (tid < 16) sg[tid] = up4 ? e.filter[15 - tid] * 4.0f : 0.0f;
+
+  auto tile_origin = [&](int tile, int& n, int& ty0, int& tx0) {
+    n = tile / tiles_per_sample;
+    const int r = tile - n * tiles_per_sample;
+    ty0 = (r / tiles_x) * kT;
+    tx0 = (r - (r / tiles_x) * tiles_x) * kT;
+  };
+  auto issue = [&](int tile, int buf) {
+    int n, ty0, tx0;
+    tile_origin(tile, n, ty0, tx0);
+    const __half* xs = x + size_t(n) * HW * C;
+    __half* dst = sin + buf * F::kIn;
+    for (int q = tid; q < kHalo * kHalo * (C / 8); q += kThreads) {
+      const int p = q / (C / 8), seg = q - p * (C / 8);
+      const int hy = p / kHalo, hx = p - hy * kHalo;
+      const int iy = ty0 + hy - 1, ix = tx0 + hx - 1;
+      const bool in = iy >= 0 && iy < e.H && ix >= 0 && ix < e.W;
+      const __half* src = in ? xs + (size_t(iy) * e.W + ix) * C + 8 * seg : xs;
+      dev::cp_async16(dst + p * P + 8 * seg, src, in ? 16 : 0);
+    }
+  };
+
+  const int g = lane >> 2, t4 = lane & 3;
+  __half* out = static_cast<__half*>(e.out);
+  __half* raw = static_cast<__half*>(e.raw);
+  int buf = 0, staged = -1;  // staged: the sample whose tables are in shared memory
+  if (int(blockIdx.x) < ntiles) issue(blockIdx.x, 0);
+  dev::cp_async_commit();  // with the filter
+  for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x, buf ^= 1) {
+    const int next = tile + gridDim.x;
+    if (next < ntiles) issue(next, buf ^ 1);  // its buffer was last read before the barrier ending the previous tile
+    dev::cp_async_commit();
+    const int tn = tile / tiles_per_sample;
+    if (tn != staged) {  // (every warp is past the previous tile's epilogue: the barrier ending it)
+      for (int i = tid; i < C; i += kThreads) {
+        sd[i] = e.dd ? e.dd[size_t(tn) * e.dd_stride + i] : 1.0f;
+        sb[i] = e.bias ? e.bias[i] : 0.0f;
+        so[i] = e.out_scale ? e.out_scale[size_t(tn) * e.out_scale_stride + i] : 1.0f;
+#pragma unroll
+        for (int k = 0; k < KR; ++k)
+          sr[k * C + i] = e.rgb_weight[size_t(k) * C + i] * e.rgb_styles[size_t(tn) * e.rgb_styles_stride + i];
+      }
+      staged = tn;
+    }
+    dev::cp_async_wait<1>();
+    __syncthreads();  // this tile's input (and the filter) in shared memory
+
+    const __half* in = sin + buf * F::kIn;
+    float acc[2][NT][4];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < NT; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+#pragma unroll 1
+    for (int t = 0; t < 9; ++t) {
+      const int dy = t / 3, dx = t - dy * 3;  // halo coordinates: output (y, x) reads (y + dy, x + dx)
+#pragma unroll
+      for (int ks = 0; ks < C; ks += 16) {
+        uint32_t a[2][4];
+#pragma unroll
+        for (int i = 0; i < 2; ++i)  // lane: pixel lane & 15 of row 2 warp + i, channels ks + (lane >> 4) * 8
+          ldmatrix_x4(a[i], in + ((2 * warp + i + dy) * kHalo + (lane & 15) + dx) * P + ks + (lane >> 4) * 8);
+#pragma unroll
+        for (int jp = 0; jp < NT / 2; ++jp) {
+          uint32_t b[4];
+          const int q = lane >> 3;
+          ldmatrix_x4(b, sw + (t * C + 16 * jp + (q >> 1) * 8 + (lane & 7)) * P + ks + (q & 1) * 8);
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            mma_f16(acc[i][2 * jp], a[i], b[0], b[1]);
+            mma_f16(acc[i][2 * jp + 1], a[i], b[2], b[3]);
+          }
+        }
+      }
+    }
+
+    // epilogue: acc[i][j]: pixels g (elements 0, 1) and g + 8 (2, 3) of row 2 warp + i,
+    // channels 8 j + 2 t4 + {0, 1}; the same operations per element, in the same order, as
+    // conv_epilogue (tables of 1 and 0 where dd, bias or out_scale are absent: exact)
+    int n, ty0, tx0;
+    tile_origin(tile, n, ty0, tx0);
+    const float* noise = e.noise ? e.noise + size_t(n) * e.noise_stride_n : nullptr;
+    float nz[2][2], tk[2][2][KR > 0 ? KR : 1];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int hw = (ty0 + 2 * warp + i) * e.W + tx0 + g + 8 * h;
+        nz[i][h] = noise ? __ldg(noise + hw) * e.noise_strength : 0.0f;
+#pragma unroll
+        for (int k = 0; k < KR; ++k) tk[i][h][k] = 0.0f;
+      }
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int c = 8 * j + 2 * t4;
+      const float2 d2 = *reinterpret_cast<const float2*>(sd + c), b2 = *reinterpret_cast<const float2*>(sb + c);
+      const float2 o2 = *reinterpret_cast<const float2*>(so + c);
+      float2 r2[KR > 0 ? KR : 1];
+#pragma unroll
+      for (int k = 0; k < KR; ++k) r2[k] = *reinterpret_cast<const float2*>(sr + k * C + c);
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const size_t o = (size_t(n) * HW + size_t(ty0 + 2 * warp + i) * e.W + tx0 + g + 8 * h) * C + c;
+          float q0 = acc[i][j][2 * h] * d2.x, q1 = acc[i][j][2 * h + 1] * d2.y;
+          q0 = q0 + nz[i][h];
+          q1 = q1 + nz[i][h];
+          q0 = q0 + b2.x;
+          q1 = q1 + b2.y;
+          const float v0 = dev::bias_act(q0, e.lrelu, e.gain, e.clamp), v1 = dev::bias_act(q1, e.lrelu, e.gain, e.clamp);
+          if (out) *reinterpret_cast<__half2*>(out + o) = __floats2half2_rn(v0 * o2.x, v1 * o2.y);
+          if (raw) *reinterpret_cast<__half2*>(raw + o) = __floats2half2_rn(v0, v1);
+#pragma unroll
+          for (int k = 0; k < KR; ++k) tk[i][h][k] += v0 * r2[k].x + v1 * r2[k].y;
+        }
+    }
+    if constexpr (KR > 0) {
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int yy = ty0 + 2 * warp + i, xx = tx0 + g + 8 * h;
+#pragma unroll
+          for (int k = 0; k < KR; ++k) tk[i][h][k] = dev::warp_sum(tk[i][h][k], 4);  // the 4 lanes of the pixel
+          if (t4 < KR) {
+            float t = tk[i][h][0];
+#pragma unroll
+            for (int q = 1; q < KR; ++q)
+              if (q == t4) t = tk[i][h][q];
+            float r = t + e.rgb_bias[t4];
+            if (e.rgb_clamp >= 0.0f) r = fminf(fmaxf(r, -e.rgb_clamp), e.rgb_clamp);
+            float up = 0.0f;
+            if (up4) {
+              up = dev::upsampled4(e.img_prev + (size_t(n) * KR + t4) * (HW / 4), e.H / 2, e.W / 2, sg, yy, xx);
+            } else if (e.img_prev) {
+              up = dev::upsampled(e.img_prev + (size_t(n) * KR + t4) * (HW / 4), e.H / 2, e.W / 2, e.filter, e.fsize,
+                                  yy, xx);
+            }
+            e.img[(size_t(n) * KR + t4) * HW + yy * e.W + xx] = up + r;
+          }
+        }
+    }
+    __syncthreads();  // every warp is done with this buffer before it is refilled
+  }
+  dev::cp_async_wait<0>();
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+template <int C, int KR>
+void launch_k(const void* x, const void* w, const EpilogueArgs& e, cudaStream_t stream) {
+  constexpr size_t smem = FusedCfg<C>::kSmem;
+  auto* k = fused_conv_f16_kernel<C, KR>;
+  SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  int dev = 0, sms = 0, per_sm = 0;
+  SG2_CUDA_CHECK(cudaGetDevice(&dev));
+  SG2_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  SG2_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kThreads, smem));
+  const int tiles_x = e.W / kT, tiles_per_sample = tiles_x * (e.H / kT);
+  const int64_t ntiles = int64_t(e.N) * tiles_per_sample;
+  const int blocks = static_cast<int>(std::min<int64_t>(ntiles, int64_t(std::max(per_sm, 1)) * sms));
+  k<<<blocks, kThreads, smem, stream>>>(static_cast<const __half*>(x), static_cast<const __half*>(w), e, tiles_x,
+                                       tiles_per_sample, static_cast<int>(ntiles));
+}
+
+template <int C>
+void launch_c(const void* x, const void* w, const EpilogueArgs& e, cudaStream_t stream) {
+  switch (e.img_channels) {
+    case 0: launch_k<C, 0>(x, w, e, stream); break;
+    case 1: launch_k<C, 1>(x, w, e, stream); break;
+    case 2: launch_k<C, 2>(x, w, e, stream); break;
+    case 3: launch_k<C, 3>(x, w, e, stream); break;
+    default: launch_k<C, 4>(x, w, e, stream); break;
+  }
+}
+
+}  // namespace
+
+bool fused_conv_f16_supports(const EpilogueArgs& e) {
+  const int64_t HW = int64_t(e.H) * e.W;
+  return (e.C == 32 || e.C == 64) && e.N > 0 && e.H >= kT && e.W >= kT && e.H % kT == 0 && e.W % kT == 0 &&
+         HW * e.C < (int64_t(1) << 31) && int64_t(e.N) * (HW / (kT * kT)) < (int64_t(1) << 31) &&
+         e.residual == nullptr && e.out_dtype == DType::f16 && e.img_channels >= 0 && e.img_channels <= kMaxRgb &&
+         (e.img_channels == 0 || (e.rgb_weight && e.rgb_styles && e.rgb_bias && e.img)) &&
+         (!e.img_prev || (e.filter && e.fsize >= 1)) && aligned16(e.out) && aligned16(e.raw);
+}
+
+void fused_conv_f16(const void* x, const void* w, const EpilogueArgs& e, cudaStream_t stream) {
+  if (!fused_conv_f16_supports(e) || !x || !w || !aligned16(x) || !aligned16(w))
+    fail(ErrorKind::internal, "fused_conv_f16: unsupported arguments");
+  if (e.C == 32) launch_c<32>(x, w, e, stream);
+  else launch_c<64>(x, w, e, stream);
+  SG2_LAUNCH_CHECK("fused_conv_f16_kernel");
+}
+
+}  // namespace sg2::cuda
