@@ -23,11 +23,24 @@ __global__ void fully_connected_kernel(FcArgs a) {
   float acc[kFcSamples];
 #pragma unroll
   for (int b = 0; b < kFcSamples; ++b) acc[b] = 0.0f;
-  for (int i = lane; i < I; i += 32) {
-    const float wv = w[i] * a.weight_gain;
+  // kUnroll steps' weight loads first (memory-level parallelism: at batch 1 a layer is otherwise a
+  // chain of dependent DRAM round trips), then the FMAs in the same order as a plain loop
+  constexpr int kUnroll = 16;
+  for (int i0 = lane; i0 < I; i0 += 32 * kUnroll) {
+    float wv[kUnroll];
 #pragma unroll
-    for (int b = 0; b < kFcSamples; ++b) {
-      if (n0 + b < a.N) acc[b] = fmaf(a.x[(n0 + b) * a.x_stride_n + row_off + i], wv, acc[b]);
+    for (int u = 0; u < kUnroll; ++u) {
+      const int i = i0 + 32 * u;
+      wv[u] = i < I ? w[i] * a.weight_gain : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int i = i0 + 32 * u;
+      if (i >= I) break;
+#pragma unroll
+      for (int b = 0; b < kFcSamples; ++b) {
+        if (n0 + b < a.N) acc[b] = fmaf(a.x[(n0 + b) * a.x_stride_n + row_off + i], wv[u], acc[b]);
+      }
     }
   }
 #pragma unroll

@@ -125,12 +125,14 @@ __global__ void __launch_bounds__(kThreads, C == 32 ? 2 : 1) fused_conv_f16_kern
     __syncthreads();  // this tile's input (and the filter) in shared memory
 
     const __half* in = sin + buf * F::kIn;
+    const __half* a_lane = in + (2 * warp * kHalo + (lane & 15)) * P + (lane >> 4) * 8;
+    const __half* b_lane = sw + (((lane >> 3) >> 1) * 8 + (lane & 7)) * P + ((lane >> 3) & 1) * 8;
     float acc[2][NT][4];
 #pragma unroll
     for (int i = 0; i < 2; ++i)
 #pragma unroll
       for (int j = 0; j < NT; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
-#pragma unroll 1
+#pragma unroll  // every shared-memory offset a constant
     for (int t = 0; t < 9; ++t) {
       const int dy = t / 3, dx = t - dy * 3;  // halo coordinates: output (y, x) reads (y + dy, x + dx)
 #pragma unroll
@@ -138,12 +140,11 @@ __global__ void __launch_bounds__(kThreads, C == 32 ? 2 : 1) fused_conv_f16_kern
         uint32_t a[2][4];
 #pragma unroll
         for (int i = 0; i < 2; ++i)  // lane: pixel lane & 15 of row 2 warp + i, channels ks + (lane >> 4) * 8
-          ldmatrix_x4(a[i], in + ((2 * warp + i + dy) * kHalo + (lane & 15) + dx) * P + ks + (lane >> 4) * 8);
+          ldmatrix_x4(a[i], a_lane + ((i + dy) * kHalo + dx) * P + ks);
 #pragma unroll
         for (int jp = 0; jp < NT / 2; ++jp) {
           uint32_t b[4];
-          const int q = lane >> 3;
-          ldmatrix_x4(b, sw + (t * C + 16 * jp + (q >> 1) * 8 + (lane & 7)) * P + ks + (q & 1) * 8);
+          ldmatrix_x4(b, b_lane + (t * C + 16 * jp) * P + ks);
 #pragma unroll
           for (int i = 0; i < 2; ++i) {
             mma_f16(acc[i][2 * jp], a[i], b[0], b[1]);
@@ -159,13 +160,21 @@ __global__ void __launch_bounds__(kThreads, C == 32 ? 2 : 1) fused_conv_f16_kern
     int n, ty0, tx0;
     tile_origin(tile, n, ty0, tx0);
     const float* noise = e.noise ? e.noise + size_t(n) * e.noise_stride_n : nullptr;
-    float nz[2][2], tk[2][2][KR > 0 ? KR : 1];
+    // loads first (noise, the skip image under lane t4's image channel), so that their latency
+    // hides behind the arithmetic below
+    float nz[2][2], up[2][2], tk[2][2][KR > 0 ? KR : 1];
 #pragma unroll
     for (int i = 0; i < 2; ++i)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int hw = (ty0 + 2 * warp + i) * e.W + tx0 + g + 8 * h;
-        nz[i][h] = noise ? __ldg(noise + hw) * e.noise_strength : 0.0f;
+        const int yy = ty0 + 2 * warp + i, xx = tx0 + g + 8 * h;
+        nz[i][h] = noise ? __ldg(noise + yy * e.W + xx) * e.noise_strength : 0.0f;
+        up[i][h] = 0.0f;
+        if (KR > 0 && t4 < KR && e.img_prev) {
+          const float* src = e.img_prev + (size_t(n) * KR + t4) * (HW / 4);
+          up[i][h] = up4 ? dev::upsampled4(src, e.H / 2, e.W / 2, sg, yy, xx)
+                         : dev::upsampled(src, e.H / 2, e.W / 2, e.filter, e.fsize, yy, xx);
+        }
 #pragma unroll
         for (int k = 0; k < KR; ++k) tk[i][h][k] = 0.0f;
       }
@@ -209,14 +218,7 @@ __global__ void __launch_bounds__(kThreads, C == 32 ? 2 : 1) fused_conv_f16_kern
               if (q == t4) t = tk[i][h][q];
             float r = t + e.rgb_bias[t4];
             if (e.rgb_clamp >= 0.0f) r = fminf(fmaxf(r, -e.rgb_clamp), e.rgb_clamp);
-            float up = 0.0f;
-            if (up4) {
-              up = dev::upsampled4(e.img_prev + (size_t(n) * KR + t4) * (HW / 4), e.H / 2, e.W / 2, sg, yy, xx);
-            } else if (e.img_prev) {
-              up = dev::upsampled(e.img_prev + (size_t(n) * KR + t4) * (HW / 4), e.H / 2, e.W / 2, e.filter, e.fsize,
-                                  yy, xx);
-            }
-            e.img[(size_t(n) * KR + t4) * HW + yy * e.W + xx] = up + r;
+            e.img[(size_t(n) * KR + t4) * HW + yy * e.W + xx] = up[i][h] + r;
           }
         }
     }

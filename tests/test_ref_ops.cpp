@@ -276,3 +276,27 @@ TEST(RefOps, PlanFollowsOfficialWsIndexing) {
     }
   }
 }
+
+// The plan's 1-D resample taps (the CUDA up-conv epilogue's separable FIR): normalised to sum 1,
+// and their outer product is the 2-D filter up to float rounding, for symmetric and other taps.
+TEST(RefOps, PlanFilter1dFactorsTheFilter) {
+  for (const std::vector<float>& taps :
+       {std::vector<float>{1, 3, 3, 1}, std::vector<float>{1, 2, 4, 1}, std::vector<float>{1, 1}}) {
+    ModelConfig c;
+    c.img_resolution = 16;
+    c.num_ws = 6;
+    c.mapping.layer_features = 512;
+    for (int r = 4; r <= 16; r *= 2) c.synthesis.channels[r] = 8;
+    c.synthesis.resample_filter = taps;
+    const SynthesisPlan p = make_synthesis_plan(c);
+    const size_t n = taps.size();
+    ASSERT_EQ(p.filter1d.size(), n);
+    double sum = 0;
+    for (float t : p.filter1d) sum += t;
+    EXPECT_NEAR(sum, 1.0, 1e-7);
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = 0; j < n; ++j)
+        EXPECT_NEAR(p.filter1d[i] * p.filter1d[j], p.filter[i * n + j], 2e-7 * std::fabs(p.filter[i * n + j]) + 1e-9)
+            << "taps " << n << " (" << i << ", " << j << ")";
+  }
+}
