@@ -255,15 +255,30 @@ int64_t conv2d_tf32x3_blocks(const Tf32x3ConvArgs& a) {
 }
 
 int conv2d_tf32x3_choose_splits(const Tf32x3ConvArgs& a, int num_sms) {
-  const int64_t blocks = conv2d_tf32x3_blocks(a);
+  // Estimated time in chunk steps: the longest block (max_chunks / s) or the whole work spread
+  // over the resident slots, whichever is longer. The transposed conv's phases differ (4, 2, 2
+  // and 1 taps), so splitting its heavy phase pays even where the grid already fills the GPU.
   const auto impl = conv2d_tf32x3_impl(a);
-  // resident blocks per SM: 2 (mma.sync), 1 (wgmma)
-  const int resident = impl == Tf32x3ConvArgs::Impl::wgmma ? 1 : 2;
-  const int chunks = (a.transposed ? 4 : 9) * (a.Cin / kBK);  // the largest phase's (transposed: 2x2 taps)
-  int s = 1;
-  // fill the resident slots; at least 4 chunks per split
-  while (s < 32 && blocks * (2 * s) <= int64_t(resident) * num_sms && chunks / (2 * s) >= 4) s *= 2;
-  return s;
+  const int bn = block_channels(a, impl);
+  const int resident = impl == Tf32x3ConvArgs::Impl::wgmma ? 1 : 2;  // blocks per SM
+  const int cpt = a.Cin / kBK;
+  int64_t work = 0;  // chunk steps of all blocks
+  int max_chunks = 0;
+  for (int ph = 0; ph < (a.transposed ? 4 : 1); ++ph) {
+    const int py = ph >> 1, px = ph & 1;
+    const int64_t M = a.transposed ? int64_t(a.N) * (a.H + 1 - py) * (a.W + 1 - px) : int64_t(a.N) * a.H * a.W;
+    const int chunks = a.transposed ? (py ? 1 : 2) * (px ? 1 : 2) * cpt : 9 * cpt;
+    work += (M + kBM - 1) / kBM * (a.Cout / bn) * chunks;
+    max_chunks = std::max(max_chunks, chunks);
+  }
+  const double slots = double(resident) * std::max(num_sms, 1);
+  auto time = [&](int s) { return std::max(double(max_chunks) / s, double(work) / slots); };
+  int best = 1;
+  // larger splits only for a clear gain (> 10 %; each split also costs a partial output), and at
+  // least 4 chunks per split
+  for (int s = 2; s <= 32 && max_chunks / s >= 4; s *= 2)
+    if (time(s) < 0.9 * time(best)) best = s;
+  return best;
 }
 
 size_t conv2d_tf32x3_smem_bytes(const Tf32x3ConvArgs& a) {
