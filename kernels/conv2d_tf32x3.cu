@@ -247,13 +247,6 @@ dim3 grid_of(const Tf32x3ConvArgs& a, int bn) {
 }
 }  // namespace
 
-int64_t conv2d_tf32x3_blocks(const Tf32x3ConvArgs& a) {
-  Tf32x3ConvArgs one = a;
-  one.splits = 1;
-  const dim3 g = grid_of(one, block_channels(a, conv2d_tf32x3_impl(a)));
-  return int64_t(g.x) * g.y * g.z;
-}
-
 int conv2d_tf32x3_choose_splits(const Tf32x3ConvArgs& a, int num_sms) {
   // Estimated time in chunk steps: the longest block (max_chunks / s) or the whole work spread
   // over the resident slots, whichever is longer. The transposed conv's phases differ (4, 2, 2

@@ -51,7 +51,7 @@ struct Tf32x3ConvArgs {
   int splits = 1;               // split-K: > 1 sums `splits` partial outputs (in order) into y
   float* partial = nullptr;     // splits > 1: conv2d_tf32x3_workspace(*this) bytes, 16-byte aligned
   /// Which implementation: auto (wgmma where this GPU and binary have it and Cout % 64 == 0,
-  /// else mma.sync; SG2_TF32X3_KERNEL=mma|wgmma overrides), or one of them (tests).
+  /// else mma.sync; SG2_TF32X3_KERNEL=mma forces mma.sync), or one of them (tests).
   enum class Impl { automatic, mma, wgmma } impl = Impl::automatic;
 };
 
@@ -96,9 +96,9 @@ Tf32x3ConvArgs::Impl conv2d_tf32x3_impl(const Tf32x3ConvArgs& a);
 bool conv2d_tf32x3_shape_ok(const Tf32x3ConvArgs& a);
 /// Shape and buffers (non-null, 16-byte aligned; partial for splits > 1).
 bool conv2d_tf32x3_supports(const Tf32x3ConvArgs& a);
-/// Thread blocks of one launch (to judge whether the shape fills the GPU).
-int64_t conv2d_tf32x3_blocks(const Tf32x3ConvArgs& a);
-/// Split-K factor (1, 2, 4, ... 32) that lets a launch fill `num_sms` SMs (small layers, small batches).
+/// Split-K factor (1, 2, 4, ... 32) from a time estimate: the longest block's chunks / s against all
+/// chunks over the resident block slots of `num_sms` SMs; > 1 only for a > 10 % gain (small layers,
+/// small batches, the transposed conv's 4-tap phase).
 int conv2d_tf32x3_choose_splits(const Tf32x3ConvArgs& a, int num_sms);
 /// Dynamic shared memory of one mma.sync block (108 KiB for Cout % 64 == 0): the device must allow
 /// that much per block (cudaDevAttrMaxSharedMemoryPerBlockOptin; not sm_86/sm_89, whose limit is 99 KiB).

@@ -297,8 +297,6 @@ int tf32x3_wgmma_bn(const Tf32x3ConvArgs& a) {
   return a.Cout % 128 == 0 ? 128 : 64;
 }
 
-size_t tf32x3_wgmma_smem(int bn) { return bn == 128 ? WgCfg<128>::kSmem : WgCfg<64>::kSmem; }
-
 void conv2d_tf32x3_wgmma(const Tf32x3ConvArgs& a, dim3 grid, int bn, cudaStream_t stream) {
   if (bn == 128) {
     if (a.transposed) launch_t<128, true>(a, grid, stream);

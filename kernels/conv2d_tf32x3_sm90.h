@@ -5,7 +5,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <cstddef>
 
 #include "kernels/conv2d_tf32x3.h"
 
@@ -17,8 +16,6 @@ bool tf32x3_wgmma_available();
 /// Output channels per block for a.Cout: 128 where Cout % 128 == 0 (SG2_TF32X3_BN=64 forces 64),
 /// 64 where Cout % 64 == 0, else 0 (the wgmma kernel does not take the shape).
 int tf32x3_wgmma_bn(const Tf32x3ConvArgs& a);
-/// Dynamic shared memory of one block for bn output channels (bytes).
-size_t tf32x3_wgmma_smem(int bn);
 /// Launches the kernel over `grid` (x: 128-pixel tiles, y: Cout / bn, z: phases x splits); the
 /// caller (conv2d_tf32x3) has checked the arguments and sums split-K partials.
 void conv2d_tf32x3_wgmma(const Tf32x3ConvArgs& a, dim3 grid, int bn, cudaStream_t stream);

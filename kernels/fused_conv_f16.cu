@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <mutex>
+#include <vector>
 
 #include "engine/src/cuda/cuda_check.h"
 #include "kernels/common.cuh"
@@ -155,8 +157,9 @@ __global__ void __launch_bounds__(kThreads, C == 32 ? 2 : 1) fused_conv_f16_kern
     }
 
     // epilogue: acc[i][j]: pixels g (elements 0, 1) and g + 8 (2, 3) of row 2 warp + i,
-    // channels 8 j + 2 t4 + {0, 1}; the same operations per element, in the same order, as
-    // conv_epilogue (tables of 1 and 0 where dd, bias or out_scale are absent: exact)
+    // channels 8 j + 2 t4 + {0, 1}; per element the same operations in the same order as
+    // conv_epilogue (tables of 1 and 0 where dd, bias or out_scale are absent); the ToRGB sum over
+    // channels runs in another order (per lane, then over the 4 lanes of the pixel)
     int n, ty0, tx0;
     tile_origin(tile, n, ty0, tx0);
     const float* noise = e.noise ? e.noise + size_t(n) * e.noise_stride_n : nullptr;
@@ -256,12 +259,27 @@ void launch_c(const void* x, const void* w, const EpilogueArgs& e, cudaStream_t 
   }
 }
 
+/// The current device's opt-in shared memory per block (cached per device).
+int device_smem_optin() {
+  static std::mutex mu;
+  static std::vector<int> known;  // per device; -1 unknown
+  int dev = 0;
+  SG2_CUDA_CHECK(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(mu);
+  if (size_t(dev) >= known.size()) known.resize(size_t(dev) + 1, -1);
+  if (known[size_t(dev)] < 0)
+    SG2_CUDA_CHECK(cudaDeviceGetAttribute(&known[size_t(dev)], cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  return known[size_t(dev)];
+}
+
 }  // namespace
 
 bool fused_conv_f16_supports(const EpilogueArgs& e) {
   const int64_t HW = int64_t(e.H) * e.W;
-  return (e.C == 32 || e.C == 64) && e.N > 0 && e.H >= kT && e.W >= kT && e.H % kT == 0 && e.W % kT == 0 &&
-         HW * e.C < (int64_t(1) << 31) && int64_t(e.N) * (HW / (kT * kT)) < (int64_t(1) << 31) &&
+  // 64 channels take 174 KiB of shared memory per block: sm_90 (227 KiB), not sm_80 (163) or sm_86/89 (99)
+  const size_t smem = e.C == 32 ? FusedCfg<32>::kSmem : FusedCfg<64>::kSmem;
+  return (e.C == 32 || e.C == 64) && smem <= size_t(device_smem_optin()) && e.N > 0 && e.H >= kT && e.W >= kT &&
+         e.H % kT == 0 && e.W % kT == 0 && HW * e.C < (int64_t(1) << 31) && int64_t(e.N) * (HW / (kT * kT)) < (int64_t(1) << 31) &&
          e.residual == nullptr && e.out_dtype == DType::f16 && e.img_channels >= 0 && e.img_channels <= kMaxRgb &&
          (e.img_channels == 0 || (e.rgb_weight && e.rgb_styles && e.rgb_bias && e.img)) &&
          (!e.img_prev || (e.filter && e.fsize >= 1)) && aligned16(e.out) && aligned16(e.raw);

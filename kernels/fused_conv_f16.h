@@ -8,7 +8,8 @@
 // input, one write of the output (and the image), instead of the conv's write and the epilogue's
 // read of a full fp16 tensor. The conv sum is not rounded to fp16 before the epilogue (the
 // unfused path rounds it when cuDNN stores it), so it is slightly more accurate.
-// Deterministic: every output's summation order is fixed (taps, then channels in chunks of 32).
+// Deterministic: every output's summation order is fixed (taps, then input channels in steps of 16).
+// Needs the device to allow 74 KiB (32 channels) or 174 KiB (64 channels) of shared memory per block.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -20,7 +21,8 @@ namespace sg2::cuda {
 /// The epilogue arguments `e` as for conv_epilogue with e.y unused; x [N, H, W, C] fp16 (the
 /// modulated input), w [C, 3, 3, C] fp16 (output channel, tap, input channel).
 /// Supported: fused_conv_f16_supports(e) — C in {32, 64}, H and W multiples of 16, no residual,
-/// fp16 out/raw, img_channels <= 4, 16-byte aligned tensors.
+/// fp16 out/raw, img_channels <= 4, 16-byte aligned tensors, and the block's shared memory allowed
+/// on the current device (queries it; call outside stream capture the first time).
 bool fused_conv_f16_supports(const EpilogueArgs& e);
 /// Throws Error(internal) when !fused_conv_f16_supports(e).
 void fused_conv_f16(const void* x, const void* w, const EpilogueArgs& e, cudaStream_t stream);

@@ -197,7 +197,9 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const ConvShape& s, ConvMath math, si
       int dev = 0, sms = 0;
       SG2_CUDA_CHECK(cudaGetDevice(&dev));
       SG2_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-      probe.splits = conv2d_tf32x3_choose_splits(probe, sms);  // split-K where one launch would not fill the GPU
+      probe.splits = conv2d_tf32x3_choose_splits(probe, sms);  // split-K where it shortens the launch
+      // fewer splits where the partial sums would not fit the workspace limit (1 needs none)
+      while (probe.splits > 1 && conv2d_tf32x3_workspace(probe) > workspace_limit) probe.splits /= 2;
       tc_splits_ = probe.splits;
       const size_t ws = conv2d_tf32x3_workspace(probe);
       // sm_80+ (TF32 MMA, cp.async) with enough shared memory per block (not sm_86/sm_89)
