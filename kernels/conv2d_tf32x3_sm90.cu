@@ -119,19 +119,45 @@ __global__ void __launch_bounds__(kThreads, 1) conv_tf32x3_wgmma_kernel(Tf32x3Co
   if (tl.m0 >= tl.M) return;  // whole block (phases have different sizes)
   const int n0 = tl.n0, nchunks = tl.nchunks, cbeg = tl.cbeg;
 
-  auto issue = [&](int c, int stage) {
-    unsigned char* st = smem + stage * C::kStage;
-    int ci0;
-    const dev::ConvTap tp = tl.tap(c, ci0);
-    tl.issue_a(a, tp, ci0, reinterpret_cast<float*>(st + 2 * C::kBBytes), kAP);
-    // BN rows of 8 16-byte pieces; piece p of row n lands at p ^ (n & 7)
+  // Copies, with a cursor instead of per-chunk index arithmetic (chunks are issued in order): the
+  // next chunk's tap and first input channel, and per tap the source pixel of each of this
+  // thread's four activation rows (-1: outside the image, zero-filled). Thread tid copies the
+  // 16-byte segment tid & 7 of activation rows (tid >> 3) + 32 j and of filter rows (tid >> 3) + 32 i.
+  const int seg = tid & 7, row = tid >> 3;
+  int cur_t = cbeg / tl.cpt, cur_ci = (cbeg - cur_t * tl.cpt) * kBK;
+  int src_pix[4], tap_off = 0;
+  auto set_tap = [&](int t) {
+    const dev::ConvTap tp = dev::conv_tap(TR, t, tl.py, tl.px, tl.nx);
+    tap_off = tp.index * a.Cin;
 #pragma unroll
-    for (int q = tid; q < BN * 8; q += kThreads) {
-      const int n = q >> 3, p = q & 7;
-      const size_t off = (size_t(n0 + n) * 9 + tp.index) * a.Cin + ci0 + 4 * p;
-      const int dst = n * 128 + ((p ^ (n & 7)) << 4);
-      dev::cp_async16(st + dst, a.w_hi + off, 16);
-      dev::cp_async16(st + C::kBBytes + dst, a.w_lo + off, 16);
+    for (int j = 0; j < 4; ++j) {
+      const int iy = (tl.ayx[j] >> 16) + tp.dy, ix = (tl.ayx[j] & 0xffff) + tp.dx;
+      src_pix[j] = iy >= 0 && iy < a.H && ix >= 0 && ix < a.W ? tl.apix[j] + iy * a.W + ix : -1;
+    }
+  };
+  set_tap(cur_t);
+  // filter row n0 + row, segment seg; filter rows 32 apart are 32 * 9 * Cin floats apart
+  const size_t w_row = (size_t(n0 + row) * 9) * a.Cin + 4 * seg;
+  const uint32_t b_dst = row * 128 + ((seg ^ (row & 7)) << 4);  // (row + 32 i) & 7 == row & 7
+  auto issue = [&](int stage) {
+    unsigned char* st = smem + stage * C::kStage;
+    float* As = reinterpret_cast<float*>(st + 2 * C::kBBytes) + row * kAP + 4 * seg;
+    const float* xs = a.x + cur_ci + 4 * seg;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const bool in = src_pix[j] >= 0;
+      dev::cp_async16(As + 32 * j * kAP, in ? xs + size_t(src_pix[j]) * a.Cin : a.x, in ? 16 : 0);
+    }
+    const size_t w_off = w_row + tap_off + cur_ci, w_step = size_t(32 * 9) * a.Cin;
+#pragma unroll
+    for (int i = 0; i < BN / 32; ++i) {
+      dev::cp_async16(st + b_dst + i * 4096, a.w_hi + w_off + i * w_step, 16);
+      dev::cp_async16(st + C::kBBytes + b_dst + i * 4096, a.w_lo + w_off + i * w_step, 16);
+    }
+    cur_ci += kBK;
+    if (cur_ci == a.Cin) {  // next tap (past the last one: computed, never used)
+      cur_ci = 0;
+      set_tap(++cur_t);
     }
   };
 
@@ -145,7 +171,7 @@ __global__ void __launch_bounds__(kThreads, 1) conv_tf32x3_wgmma_kernel(Tf32x3Co
   constexpr int S = C::kStages;
 #pragma unroll
   for (int s = 0; s < S - 2; ++s) {
-    if (s < nchunks) issue(cbeg + s, s);
+    if (s < nchunks) issue(s);
     dev::cp_async_commit();
   }
   // Software pipeline, one chunk per step, two register sets for the split activations (x: this
@@ -160,7 +186,7 @@ __global__ void __launch_bounds__(kThreads, 1) conv_tf32x3_wgmma_kernel(Tf32x3Co
     dev::cp_async_wait<S - 3>();
     fence_proxy_async();  // this thread's copies -> visible to the tensor cores
     __syncthreads();      // chunk c is in; chunk c - 2's MMAs are done (waited for last step)
-    if (c + S - 2 < nchunks) issue(cbeg + c + S - 2, (c + S - 2) % S);
+    if (c + S - 2 < nchunks) issue((c + S - 2) % S);
     dev::cp_async_commit();
     const int stage = c % S;
     const float* p = reinterpret_cast<const float*>(smem + stage * C::kStage + 2 * C::kBBytes) + (wr + g) * kAP + t4;
