@@ -327,8 +327,11 @@ void launch(const EpilogueArgs& a, int log2w, cudaStream_t stream) {
   const int G = std::min(32, pow2_at_least(chunks));
   const int64_t HW = int64_t(a.H) * a.W;
   const int64_t warps_needed = (HW + (32 / G) - 1) / (32 / G);
-  // about 8 pixel steps per warp, at least a few waves in all
-  const int64_t want = std::max<int64_t>(1, (warps_needed + 8 * 8 - 1) / (8 * 8));
+  // Pixel steps per warp: up to 8 on large layers (fewer blocks, tables loaded once per block),
+  // down to 1 where the whole batch has fewer than ~4096 warps of work (small resolutions, small
+  // batches: there a block's steps run one after another, each a chain of memory round trips).
+  const int64_t steps = std::min<int64_t>(8, std::max<int64_t>(1, (warps_needed * a.N + 4095) / 4096));
+  const int64_t want = std::max<int64_t>(1, (warps_needed + 8 * steps - 1) / (8 * steps));
   const int bx = static_cast<int>(std::min<int64_t>(want, 4096));
   const dim3 grid(bx, a.N);
   const size_t tab = (size_t(3 + a.img_channels) * a.C + 16) * sizeof(float);
