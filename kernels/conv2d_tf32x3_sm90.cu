@@ -12,6 +12,9 @@
 // swizzle the descriptors name); activation tiles: [128][36] floats as in the mma.sync kernel.
 // Shared memory is filled by cp.async (kStages deep), made visible to the tensor cores' async
 // proxy by fence.proxy.async before the block barrier.
+#include <cuda.h>          // CUtensorMap and its enums
+#include <cudaTypedefs.h>  // the encoder's type (the function itself comes through the runtime)
+
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -41,7 +44,8 @@ struct WgCfg {
   static constexpr int kBBytes = BN * 128;              // one filter tile (hi or lo)
   static constexpr int kABytes = kBM * kAP * 4;         // the activation tile
   static constexpr int kStage = 2 * kBBytes + kABytes;  // a multiple of 1024: every tile 1024-aligned
-  static constexpr size_t kSmem = size_t(kStages) * kStage + 1024;  // + room to align the base
+  static constexpr size_t kBars = size_t(kStages) * kStage;              // the stages' mbarriers
+  static constexpr size_t kSmem = kBars + 8 * kStages + 1024;             // + room to align the base
   static_assert(kStage % 1024 == 0, "filter tiles must stay 1024-byte aligned (128-byte swizzle)");
 };
 
@@ -53,7 +57,33 @@ __device__ __forceinline__ uint64_t smem_desc(uint32_t saddr) {
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+/// mbarrier (shared memory, 8 bytes) for the filter tiles' tensor-memory-access (TMA) copies.
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+/// Arrives once and expects `bytes` from the copies that complete on this barrier.
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+/// Waits until the barrier's phase with this parity has completed.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+/// TMA: the box at (x, y) of a 2-D tensor map into shared memory at dst; completes on bar.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int x, int y, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar)
+      : "memory");
+}
 /// Keeps the compiler from moving register uses across the asynchronous MMAs.
 __device__ __forceinline__ void reg_fence(float& r) { asm volatile("" : "+f"(r)::"memory"); }
 __device__ __forceinline__ void reg_keep(uint32_t r) { asm volatile("" ::"r"(r) : "memory"); }
@@ -104,7 +134,9 @@ __device__ __forceinline__ void wgmma(float (&d)[BN / 2], const uint32_t (&a)[4]
 #endif  // SG2_HAVE_WGMMA
 
 template <int BN, bool TR>
-__global__ void __launch_bounds__(kThreads, 1) conv_tf32x3_wgmma_kernel(Tf32x3ConvArgs a) {
+__global__ void __launch_bounds__(kThreads, 1)
+    conv_tf32x3_wgmma_kernel(Tf32x3ConvArgs a, const __grid_constant__ CUtensorMap map_hi,
+                             const __grid_constant__ CUtensorMap map_lo) {
 #ifdef SG2_HAVE_WGMMA
   using C = WgCfg<BN>;
   constexpr int R = BN / 2;  // accumulator registers per thread
@@ -118,11 +150,21 @@ __global__ void __launch_bounds__(kThreads, 1) conv_tf32x3_wgmma_kernel(Tf32x3Co
   const dev::Tf32x3Tile<TR> tl(a, BN);
   if (tl.m0 >= tl.M) return;  // whole block (phases have different sizes)
   const int n0 = tl.n0, nchunks = tl.nchunks, cbeg = tl.cbeg;
+  constexpr int S = C::kStages;
+  const uint32_t bars = sbase + uint32_t(C::kBars);  // stage s: bars + 8 s
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < S; ++s) mbar_init(bars + 8 * s, 1);
+    mbar_init_fence();
+  }
+  __syncthreads();
 
   // Copies, with a cursor instead of per-chunk index arithmetic (chunks are issued in order): the
   // next chunk's tap and first input channel, and per tap the source pixel of each of this
-  // thread's four activation rows (-1: outside the image, zero-filled). Thread tid copies the
-  // 16-byte segment tid & 7 of activation rows (tid >> 3) + 32 j and of filter rows (tid >> 3) + 32 i.
+  // thread's four activation rows (-1: outside the image, zero-filled). Activations: cp.async,
+  // thread tid the 16-byte segment tid & 7 of rows (tid >> 3) + 32 j. Filter tiles (hi, lo): two
+  // TMA copies by thread 0, which write the 128-byte swizzle themselves and complete on the
+  // stage's mbarrier.
   const int seg = tid & 7, row = tid >> 3;
   int cur_t = cbeg / tl.cpt, cur_ci = (cbeg - cur_t * tl.cpt) * kBK;
   int src_pix[4], tap_off = 0;
@@ -136,9 +178,6 @@ __global__ void __launch_bounds__(kThreads, 1) conv_tf32x3_wgmma_kernel(Tf32x3Co
     }
   };
   set_tap(cur_t);
-  // filter row n0 + row, segment seg; filter rows 32 apart are 32 * 9 * Cin floats apart
-  const size_t w_row = (size_t(n0 + row) * 9) * a.Cin + 4 * seg;
-  const uint32_t b_dst = row * 128 + ((seg ^ (row & 7)) << 4);  // (row + 32 i) & 7 == row & 7
   auto issue = [&](int stage) {
     unsigned char* st = smem + stage * C::kStage;
     float* As = reinterpret_cast<float*>(st + 2 * C::kBBytes) + row * kAP + 4 * seg;
@@ -148,11 +187,11 @@ __global__ void __launch_bounds__(kThreads, 1) conv_tf32x3_wgmma_kernel(Tf32x3Co
       const bool in = src_pix[j] >= 0;
       dev::cp_async16(As + 32 * j * kAP, in ? xs + size_t(src_pix[j]) * a.Cin : a.x, in ? 16 : 0);
     }
-    const size_t w_off = w_row + tap_off + cur_ci, w_step = size_t(32 * 9) * a.Cin;
-#pragma unroll
-    for (int i = 0; i < BN / 32; ++i) {
-      dev::cp_async16(st + b_dst + i * 4096, a.w_hi + w_off + i * w_step, 16);
-      dev::cp_async16(st + C::kBBytes + b_dst + i * 4096, a.w_lo + w_off + i * w_step, 16);
+    if (tid == 0) {
+      const uint32_t dst = sbase + stage * C::kStage, bar = bars + 8 * stage;
+      mbar_expect_tx(bar, 2 * C::kBBytes);
+      tma_load_2d(dst, &map_hi, tap_off + cur_ci, n0, bar);
+      tma_load_2d(dst + C::kBBytes, &map_lo, tap_off + cur_ci, n0, bar);
     }
     cur_ci += kBK;
     if (cur_ci == a.Cin) {  // next tap (past the last one: computed, never used)
@@ -168,7 +207,6 @@ __global__ void __launch_bounds__(kThreads, 1) conv_tf32x3_wgmma_kernel(Tf32x3Co
 #pragma unroll
   for (int e = 0; e < R; ++e) acc[e] = part[e] = 0.0f;
 
-  constexpr int S = C::kStages;
 #pragma unroll
   for (int s = 0; s < S - 2; ++s) {
     if (s < nchunks) issue(s);
@@ -184,8 +222,8 @@ __global__ void __launch_bounds__(kThreads, 1) conv_tf32x3_wgmma_kernel(Tf32x3Co
   auto step = [&](auto first, int c, uint32_t (&xhi)[4][4], uint32_t (&xlo)[4][4], uint32_t (&yhi)[4][4],
                   uint32_t (&ylo)[4][4]) {
     dev::cp_async_wait<S - 3>();
-    fence_proxy_async();  // this thread's copies -> visible to the tensor cores
-    __syncthreads();      // chunk c is in; chunk c - 2's MMAs are done (waited for last step)
+    __syncthreads();  // chunk c's activations are in; chunk c - 2's MMAs are done (waited for last step)
+    mbar_wait(bars + 8 * (c % S), (c / S) & 1);  // chunk c's filter tiles are in
     if (c + S - 2 < nchunks) issue((c + S - 2) % S);
     dev::cp_async_commit();
     const int stage = c % S;
@@ -296,11 +334,40 @@ bool probe_device() {
   return h == 1;
 }
 
+/// The driver's tensor-map encoder, through the runtime (no link against libcuda).
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q);
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || p == nullptr)
+      fail(ErrorKind::device, "conv2d_tf32x3: the driver has no cuTensorMapEncodeTiled (", cudaGetErrorString(e), ")");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }();
+  return fn;
+}
+
+/// TMA map of a packed filter [Cout, 9 Cin] (fp32): boxes of 32 k x BN rows, 128-byte swizzle
+/// (the layout the kernel's descriptors name).
+CUtensorMap filter_map(const float* w, int cin, int cout, int bn) {
+  CUtensorMap m;
+  const cuuint64_t dims[2] = {cuuint64_t(9) * cin, cuuint64_t(cout)};
+  const cuuint64_t strides[1] = {cuuint64_t(9) * cin * sizeof(float)};
+  const cuuint32_t box[2] = {cuuint32_t(kBK), cuuint32_t(bn)};
+  const cuuint32_t estr[2] = {1, 1};
+  const CUresult r = tensor_map_encoder()(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(w), dims, strides,
+                                          box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                          CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) fail(ErrorKind::device, "conv2d_tf32x3: cuTensorMapEncodeTiled failed (CUresult ", int(r), ")");
+  return m;
+}
+
 template <int BN, bool TR>
 void launch_t(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
   auto* k = conv_tf32x3_wgmma_kernel<BN, TR>;
   SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(WgCfg<BN>::kSmem)));
-  k<<<grid, kThreads, WgCfg<BN>::kSmem, stream>>>(a);
+  const CUtensorMap hi = filter_map(a.w_hi, a.Cin, a.Cout, BN), lo = filter_map(a.w_lo, a.Cin, a.Cout, BN);
+  k<<<grid, kThreads, WgCfg<BN>::kSmem, stream>>>(a, hi, lo);
 }
 
 }  // namespace
