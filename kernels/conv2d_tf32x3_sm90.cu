@@ -77,6 +77,15 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
         : "memory");
   } while (!done);
 }
+/// TMA: the box at (c, x, y, n) of a 4-D tensor map into shared memory at dst; completes on bar.
+/// Coordinates outside the tensor (the convolution's padding) read as zeros.
+__device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map, int c, int x, int y, int n,
+                                            uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c), "r"(x), "r"(y), "r"(n), "r"(bar)
+      : "memory");
+}
 /// TMA: the box at (x, y) of a 2-D tensor map into shared memory at dst; completes on bar.
 __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int x, int y, uint32_t bar) {
   asm volatile(
@@ -133,10 +142,14 @@ __device__ __forceinline__ void wgmma(float (&d)[BN / 2], const uint32_t (&a)[4]
 }
 #endif  // SG2_HAVE_WGMMA
 
-template <int BN, bool TR>
+// TA: the activation tile by TMA too (forward convolutions whose 128-pixel tiles are boxes of the
+// [N, H, W, Cin] tensor, act_box): one 4-D copy per chunk, the padding zero-filled by the copy
+// engine, 128-byte swizzled; else cp.async per thread into [128][36] floats.
+template <int BN, bool TR, bool TA>
 __global__ void __launch_bounds__(kThreads, 1)
     conv_tf32x3_wgmma_kernel(Tf32x3ConvArgs a, const __grid_constant__ CUtensorMap map_hi,
-                             const __grid_constant__ CUtensorMap map_lo) {
+                             const __grid_constant__ CUtensorMap map_lo, const __grid_constant__ CUtensorMap map_x) {
+  static_assert(!(TR && TA), "activation boxes: forward convolutions only");
 #ifdef SG2_HAVE_WGMMA
   using C = WgCfg<BN>;
   constexpr int R = BN / 2;  // accumulator registers per thread
@@ -167,31 +180,47 @@ __global__ void __launch_bounds__(kThreads, 1)
   // stage's mbarrier.
   const int seg = tid & 7, row = tid >> 3;
   int cur_t = cbeg / tl.cpt, cur_ci = (cbeg - cur_t * tl.cpt) * kBK;
-  int src_pix[4], tap_off = 0;
+  int src_pix[4], tap_off = 0, box_x = 0, box_y = 0, box_n = 0;
+  if constexpr (TA) {  // the tile's first pixel: sample, row, column (the box's origin before the tap)
+    const int hw = a.H * a.W;
+    box_n = tl.m0 / hw;
+    const int r = tl.m0 - box_n * hw;
+    box_y = r / a.W;
+    box_x = r - box_y * a.W;
+  }
+  int ox = box_x, oy = box_y;  // the current tap's box origin (TA)
   auto set_tap = [&](int t) {
     const dev::ConvTap tp = dev::conv_tap(TR, t, tl.py, tl.px, tl.nx);
     tap_off = tp.index * a.Cin;
+    if constexpr (TA) {
+      ox = box_x + tp.dx;
+      oy = box_y + tp.dy;
+    } else {
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int iy = (tl.ayx[j] >> 16) + tp.dy, ix = (tl.ayx[j] & 0xffff) + tp.dx;
-      src_pix[j] = iy >= 0 && iy < a.H && ix >= 0 && ix < a.W ? tl.apix[j] + iy * a.W + ix : -1;
+      for (int j = 0; j < 4; ++j) {
+        const int iy = (tl.ayx[j] >> 16) + tp.dy, ix = (tl.ayx[j] & 0xffff) + tp.dx;
+        src_pix[j] = iy >= 0 && iy < a.H && ix >= 0 && ix < a.W ? tl.apix[j] + iy * a.W + ix : -1;
+      }
     }
   };
   set_tap(cur_t);
   auto issue = [&](int stage) {
-    unsigned char* st = smem + stage * C::kStage;
-    float* As = reinterpret_cast<float*>(st + 2 * C::kBBytes) + row * kAP + 4 * seg;
-    const float* xs = a.x + cur_ci + 4 * seg;
+    if constexpr (!TA) {
+      unsigned char* st = smem + stage * C::kStage;
+      float* As = reinterpret_cast<float*>(st + 2 * C::kBBytes) + row * kAP + 4 * seg;
+      const float* xs = a.x + cur_ci + 4 * seg;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const bool in = src_pix[j] >= 0;
-      dev::cp_async16(As + 32 * j * kAP, in ? xs + size_t(src_pix[j]) * a.Cin : a.x, in ? 16 : 0);
+      for (int j = 0; j < 4; ++j) {
+        const bool in = src_pix[j] >= 0;
+        dev::cp_async16(As + 32 * j * kAP, in ? xs + size_t(src_pix[j]) * a.Cin : a.x, in ? 16 : 0);
+      }
     }
     if (tid == 0) {
       const uint32_t dst = sbase + stage * C::kStage, bar = bars + 8 * stage;
-      mbar_expect_tx(bar, 2 * C::kBBytes);
+      mbar_expect_tx(bar, 2 * C::kBBytes + (TA ? kBM * kBK * 4 : 0));
       tma_load_2d(dst, &map_hi, tap_off + cur_ci, n0, bar);
       tma_load_2d(dst + C::kBBytes, &map_lo, tap_off + cur_ci, n0, bar);
+      if constexpr (TA) tma_load_4d(dst + 2 * C::kBBytes, &map_x, cur_ci, ox, oy, box_n, bar);
     }
     cur_ci += kBK;
     if (cur_ci == a.Cin) {  // next tap (past the last one: computed, never used)
@@ -227,13 +256,28 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (c + S - 2 < nchunks) issue((c + S - 2) % S);
     dev::cp_async_commit();
     const int stage = c % S;
-    const float* p = reinterpret_cast<const float*>(smem + stage * C::kStage + 2 * C::kBBytes) + (wr + g) * kAP + t4;
+    const float* at = reinterpret_cast<const float*>(smem + stage * C::kStage + 2 * C::kBBytes);
+    if constexpr (TA) {
+      // rows of 32 floats, the 16-byte piece q of row r at q ^ (r % 8); rows wr + g and wr + g + 8
+      // both have r % 8 == g
+      const float* p = at + (wr + g) * kBK + t4;
 #pragma unroll
-    for (int s = 0; s < 4; ++s) {
-      dev::tf32_split(p[8 * s], xhi[s][0], xlo[s][0]);
-      dev::tf32_split(p[8 * kAP + 8 * s], xhi[s][1], xlo[s][1]);
-      dev::tf32_split(p[8 * s + 4], xhi[s][2], xlo[s][2]);
-      dev::tf32_split(p[8 * kAP + 8 * s + 4], xhi[s][3], xlo[s][3]);
+      for (int s = 0; s < 4; ++s) {
+        const int q0 = ((2 * s) ^ g) * 4, q1 = ((2 * s + 1) ^ g) * 4;
+        dev::tf32_split(p[q0], xhi[s][0], xlo[s][0]);
+        dev::tf32_split(p[8 * kBK + q0], xhi[s][1], xlo[s][1]);
+        dev::tf32_split(p[q1], xhi[s][2], xlo[s][2]);
+        dev::tf32_split(p[8 * kBK + q1], xhi[s][3], xlo[s][3]);
+      }
+    } else {
+      const float* p = at + (wr + g) * kAP + t4;
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        dev::tf32_split(p[8 * s], xhi[s][0], xlo[s][0]);
+        dev::tf32_split(p[8 * kAP + 8 * s], xhi[s][1], xlo[s][1]);
+        dev::tf32_split(p[8 * s + 4], xhi[s][2], xlo[s][2]);
+        dev::tf32_split(p[8 * kAP + 8 * s + 4], xhi[s][3], xlo[s][3]);
+      }
     }
     if constexpr (!decltype(first)::value) {  // chunk c - 1: its MMAs are done, its sum goes into acc
       wg_wait_all();
@@ -362,12 +406,69 @@ CUtensorMap filter_map(const float* w, int cin, int cout, int bn) {
   return m;
 }
 
-template <int BN, bool TR>
-void launch_t(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
-  auto* k = conv_tf32x3_wgmma_kernel<BN, TR>;
+/// Whether every 128-pixel tile of a forward convolution is one box of the [N, H, W, Cin] tensor
+/// (box: channels 32, then W, H, N extents): rows of W | 128 with H a multiple of the tile's rows,
+/// whole samples with H W | 128, or 128-pixel pieces of rows with 128 | W.
+bool act_box(const Tf32x3ConvArgs& a, cuuint32_t (&box)[4]) {
+  if (a.transposed) return false;
+  const char* e = std::getenv("SG2_TF32X3_TMA_X");  // experiment knob: 0 = cp.async activations
+  if (e && std::strcmp(e, "0") == 0) return false;
+  box[0] = kBK;
+  if (a.W <= kBM && kBM % a.W == 0) {
+    const int rows = kBM / a.W;
+    box[1] = a.W;
+    if (a.H % rows == 0) {
+      box[2] = rows;
+      box[3] = 1;
+      return true;
+    }
+    if (rows % a.H == 0) {
+      box[2] = a.H;
+      box[3] = rows / a.H;
+      return box[3] <= 256;
+    }
+    return false;
+  }
+  if (a.W % kBM == 0) {
+    box[1] = kBM;
+    box[2] = box[3] = 1;
+    return true;
+  }
+  return false;
+}
+
+/// TMA map of the activations [N, H, W, Cin] (fp32) with the given box, 128-byte swizzle.
+CUtensorMap act_map(const Tf32x3ConvArgs& a, const cuuint32_t (&box)[4]) {
+  CUtensorMap m;
+  const cuuint64_t dims[4] = {cuuint64_t(a.Cin), cuuint64_t(a.W), cuuint64_t(a.H), cuuint64_t(a.N)};
+  const cuuint64_t px = cuuint64_t(a.Cin) * sizeof(float);
+  const cuuint64_t strides[3] = {px, px * a.W, px * a.W * a.H};
+  const cuuint32_t estr[4] = {1, 1, 1, 1};
+  const CUresult r = tensor_map_encoder()(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<float*>(a.x), dims, strides,
+                                          box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                          CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) fail(ErrorKind::device, "conv2d_tf32x3: cuTensorMapEncodeTiled (activations) failed (CUresult ", int(r), ")");
+  return m;
+}
+
+template <int BN, bool TR, bool TA>
+void launch_t(const Tf32x3ConvArgs& a, dim3 grid, const CUtensorMap& map_x, cudaStream_t stream) {
+  auto* k = conv_tf32x3_wgmma_kernel<BN, TR, TA>;
   SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(WgCfg<BN>::kSmem)));
   const CUtensorMap hi = filter_map(a.w_hi, a.Cin, a.Cout, BN), lo = filter_map(a.w_lo, a.Cin, a.Cout, BN);
-  k<<<grid, kThreads, WgCfg<BN>::kSmem, stream>>>(a, hi, lo);
+  k<<<grid, kThreads, WgCfg<BN>::kSmem, stream>>>(a, hi, lo, map_x);
+}
+
+template <int BN>
+void launch_bn(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
+  cuuint32_t box[4];
+  if (act_box(a, box)) {
+    launch_t<BN, false, true>(a, grid, act_map(a, box), stream);
+  } else {
+    CUtensorMap unused{};
+    if (a.transposed) launch_t<BN, true, false>(a, grid, unused, stream);
+    else launch_t<BN, false, false>(a, grid, unused, stream);
+  }
 }
 
 }  // namespace
@@ -391,13 +492,8 @@ int tf32x3_wgmma_bn(const Tf32x3ConvArgs& a) {
 }
 
 void conv2d_tf32x3_wgmma(const Tf32x3ConvArgs& a, dim3 grid, int bn, cudaStream_t stream) {
-  if (bn == 128) {
-    if (a.transposed) launch_t<128, true>(a, grid, stream);
-    else launch_t<128, false>(a, grid, stream);
-  } else {
-    if (a.transposed) launch_t<64, true>(a, grid, stream);
-    else launch_t<64, false>(a, grid, stream);
-  }
+  if (bn == 128) launch_bn<128>(a, grid, stream);
+  else launch_bn<64>(a, grid, stream);
   SG2_LAUNCH_CHECK("conv_tf32x3_wgmma_kernel");
 }
 
