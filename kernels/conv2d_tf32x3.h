@@ -10,8 +10,9 @@
 // Two implementations behind one entry point (conv2d_tf32x3):
 //  * mma.sync m16n8k8 (sm_80+; this file's kernel, kernels/conv2d_tf32x3.cu);
 //  * wgmma m64nNk8 on Hopper (kernels/conv2d_tf32x3_sm90.cu, compiled for sm_90a only): the
-//    filter is read by the tensor cores straight from shared memory, the activations go in as
-//    registers; same splits, same 32-deep chains, same summation order per output.
+//    filter (and, for most forward convs, the activations) arrive by TMA; the tensor cores read the
+//    filter straight from shared memory, the activations go in as registers; same splits, same
+//    32-deep chains, same summation order per output.
 //
 // Why it is as accurate as fp32 FMAs (docs/performance-notes.md, "fp32 on tensor cores"):
 //  * each operand is split into a TF32 head and tail, v = hi(v) + lo(v) (the filter: hi rounded to
