@@ -390,7 +390,11 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
     void* p = nullptr;
     cudaDriverEntryPointQueryResult q{};
+#if CUDART_VERSION >= 12050
     const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q);
+#else
+    const cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &p, cudaEnableDefault, &q);
+#endif
     if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || p == nullptr)
       fail(ErrorKind::device, "conv2d_tf32x3: the driver has no cuTensorMapEncodeTiled (", cudaGetErrorString(e), ")");
     return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
@@ -417,9 +421,11 @@ CUtensorMap filter_map(const float* w, int cin, int cout, int bn) {
 /// (box: channels 32, then W, H, N extents): rows of W | 128 with H a multiple of the tile's rows,
 /// whole samples with H W | 128, or 128-pixel pieces of rows with 128 | W.
 bool act_box(const Tf32x3ConvArgs& a, cuuint32_t (&box)[4]) {
-  if (a.transposed) return false;
-  const char* e = std::getenv("SG2_TF32X3_TMA_X");  // experiment knob: 0 = cp.async activations
-  if (e && std::strcmp(e, "0") == 0) return false;
+  static const bool off = [] {  // experiment knob: SG2_TF32X3_TMA_X=0 = cp.async activations
+    const char* e = std::getenv("SG2_TF32X3_TMA_X");
+    return e && std::strcmp(e, "0") == 0;
+  }();
+  if (a.transposed || off) return false;
   box[0] = kBK;
   if (a.W <= kBM && kBM % a.W == 0) {
     const int rows = kBM / a.W;
@@ -431,8 +437,8 @@ bool act_box(const Tf32x3ConvArgs& a, cuuint32_t (&box)[4]) {
     }
     if (rows % a.H == 0) {
       box[2] = a.H;
-      box[3] = rows / a.H;
-      return box[3] <= 256;
+      box[3] = rows / a.H;  // <= 128
+      return true;
     }
     return false;
   }
