@@ -12,7 +12,7 @@
 // Copies (kStages deep): the filter tiles, BN rows of 32 floats (128 bytes) with the 16-byte pieces
 // of row n at piece ^ (n % 8) (the 128-byte swizzle the descriptors name), come by TMA (two 2-D
 // copies per chunk, issued by thread 0, completing on the stage's mbarrier). The activation tile
-// comes by one 4-D TMA copy too where every 128-pixel tile is a box of [N, H, W, Cin] (act_box:
+// comes by one 4-D TMA copy too where every 128-pixel tile is a box of [N, H, W, Cin] (tf32x3_wgmma_activation_box:
 // forward convs with W | 128 or 128 | W; the padding is zero-filled by the copy engine; rows of 32
 // floats, 128-byte swizzled), else by cp.async per thread into [128][36] floats. Activations reach
 // the tensor cores through registers only, so no proxy fence is needed: a block barrier per chunk
@@ -102,7 +102,13 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
 }
 /// Keeps the compiler from moving register uses across the asynchronous MMAs.
 __device__ __forceinline__ void reg_fence(float& r) { asm volatile("" : "+f"(r)::"memory"); }
-__device__ __forceinline__ void reg_keep(uint32_t r) { asm volatile("" ::"r"(r) : "memory"); }
+/// Keeps a set of A fragments alive (unmodified) up to here: the MMAs read them asynchronously.
+__device__ __forceinline__ void reg_keep(const uint32_t (&r)[4][4]) {
+#pragma unroll
+  for (int s = 0; s < 4; ++s)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) asm volatile("" ::"r"(r[s][i]) : "memory");
+}
 
 /// D (64 x 64 fp32; 32 registers a thread) (+)= A (64 x 8 TF32, registers) B (8 x 64 TF32, shared
 /// memory by descriptor); scale_d = 0: D = A B (D's old value ignored).
@@ -150,7 +156,7 @@ __device__ __forceinline__ void wgmma(float (&d)[BN / 2], const uint32_t (&a)[4]
 #endif  // SG2_HAVE_WGMMA
 
 // TA: the activation tile by TMA too (forward convolutions whose 128-pixel tiles are boxes of the
-// [N, H, W, Cin] tensor, act_box): one 4-D copy per chunk, the padding zero-filled by the copy
+// [N, H, W, Cin] tensor, tf32x3_wgmma_activation_box): one 4-D copy per chunk, the padding zero-filled by the copy
 // engine, 128-byte swizzled; else cp.async per thread into [128][36] floats.
 template <int BN, bool TR, bool TA>
 __global__ void __launch_bounds__(kThreads, 1)
@@ -255,6 +261,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   // the barrier, the copies and the splitting.
   // (first: a compile-time flag, so that the compiler sees every read of the MMAs' registers
   // behind a wait)
+  // Waits for the MMAs in flight, keeps the activation registers they read alive until then, and
+  // adds their chunk sum to acc (round to nearest).
+  auto retire = [&](const auto&... sets) {
+    wg_wait_all();
+#pragma unroll
+    for (int e = 0; e < R; ++e) reg_fence(part[e]);
+    (reg_keep(sets), ...);
+#pragma unroll
+    for (int e = 0; e < R; ++e) acc[e] += part[e];
+  };
   auto step = [&](auto first, int c, uint32_t (&xhi)[4][4], uint32_t (&xlo)[4][4], uint32_t (&yhi)[4][4],
                   uint32_t (&ylo)[4][4]) {
     dev::cp_async_wait<S - 3>();
@@ -286,20 +302,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         dev::tf32_split(p[8 * kAP + 8 * s + 4], xhi[s][3], xlo[s][3]);
       }
     }
-    if constexpr (!decltype(first)::value) {  // chunk c - 1: its MMAs are done, its sum goes into acc
-      wg_wait_all();
-#pragma unroll
-      for (int e = 0; e < R; ++e) reg_fence(part[e]);
-#pragma unroll
-      for (int s = 0; s < 4; ++s)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          reg_keep(yhi[s][i]);
-          reg_keep(ylo[s][i]);
-        }
-#pragma unroll
-      for (int e = 0; e < R; ++e) acc[e] += part[e];
-    }
+    if constexpr (!decltype(first)::value) retire(yhi, ylo);  // chunk c - 1
     const uint32_t bh = sbase + stage * C::kStage, bl = bh + C::kBBytes;
 #pragma unroll
     for (int e = 0; e < R; ++e) reg_fence(part[e]);
@@ -320,22 +323,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     step(std::false_type{}, c + 1, ahi, alo, bhi, blo);
   }
   if (c < nchunks) step(std::false_type{}, c, bhi, blo, ahi, alo);
-  if (nchunks > 0) {  // the last chunk's MMAs
-    wg_wait_all();
-#pragma unroll
-    for (int e = 0; e < R; ++e) reg_fence(part[e]);
-#pragma unroll
-    for (int s = 0; s < 4; ++s)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        reg_keep(ahi[s][i]);
-        reg_keep(alo[s][i]);
-        reg_keep(bhi[s][i]);
-        reg_keep(blo[s][i]);
-      }
-#pragma unroll
-    for (int e = 0; e < R; ++e) acc[e] += part[e];
-  }
+  if (nchunks > 0) retire(ahi, alo, bhi, blo);  // the last chunk
   dev::cp_async_wait<0>();
 
   // accumulator e = 4 j + 2 h + {0, 1}: row g + 8 h, columns 8 j + 2 t4 + {0, 1}
@@ -417,10 +405,43 @@ CUtensorMap filter_map(const float* w, int cin, int cout, int bn) {
   return m;
 }
 
-/// Whether every 128-pixel tile of a forward convolution is one box of the [N, H, W, Cin] tensor
-/// (box: channels 32, then W, H, N extents): rows of W | 128 with H a multiple of the tile's rows,
-/// whole samples with H W | 128, or 128-pixel pieces of rows with 128 | W.
-bool act_box(const Tf32x3ConvArgs& a, cuuint32_t (&box)[4]) {
+/// TMA map of the activations [N, H, W, Cin] (fp32) with the given box, 128-byte swizzle.
+CUtensorMap act_map(const Tf32x3ConvArgs& a, const uint32_t (&box)[4]) {
+  CUtensorMap m;
+  const cuuint64_t dims[4] = {cuuint64_t(a.Cin), cuuint64_t(a.W), cuuint64_t(a.H), cuuint64_t(a.N)};
+  const cuuint64_t px = cuuint64_t(a.Cin) * sizeof(float);
+  const cuuint64_t strides[3] = {px, px * a.W, px * a.W * a.H};
+  const cuuint32_t estr[4] = {1, 1, 1, 1};
+  const CUresult r = tensor_map_encoder()(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<float*>(a.x), dims, strides,
+                                          box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                          CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) fail(ErrorKind::device, "conv2d_tf32x3: cuTensorMapEncodeTiled (activations) failed (CUresult ", int(r), ")");
+  return m;
+}
+
+template <int BN, bool TR, bool TA>
+void launch_t(const Tf32x3ConvArgs& a, dim3 grid, const CUtensorMap& map_x, cudaStream_t stream) {
+  auto* k = conv_tf32x3_wgmma_kernel<BN, TR, TA>;
+  SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(WgCfg<BN>::kSmem)));
+  const CUtensorMap hi = filter_map(a.w_hi, a.Cin, a.Cout, BN), lo = filter_map(a.w_lo, a.Cin, a.Cout, BN);
+  k<<<grid, kThreads, WgCfg<BN>::kSmem, stream>>>(a, hi, lo, map_x);
+}
+
+template <int BN>
+void launch_bn(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
+  uint32_t box[4];
+  if (tf32x3_wgmma_activation_box(a, box)) {
+    launch_t<BN, false, true>(a, grid, act_map(a, box), stream);
+  } else {
+    CUtensorMap unused{};
+    if (a.transposed) launch_t<BN, true, false>(a, grid, unused, stream);
+    else launch_t<BN, false, false>(a, grid, unused, stream);
+  }
+}
+
+}  // namespace
+
+bool tf32x3_wgmma_activation_box(const Tf32x3ConvArgs& a, uint32_t (&box)[4]) {
   static const bool off = [] {  // experiment knob: SG2_TF32X3_TMA_X=0 = cp.async activations
     const char* e = std::getenv("SG2_TF32X3_TMA_X");
     return e && std::strcmp(e, "0") == 0;
@@ -450,41 +471,6 @@ bool act_box(const Tf32x3ConvArgs& a, cuuint32_t (&box)[4]) {
   return false;
 }
 
-/// TMA map of the activations [N, H, W, Cin] (fp32) with the given box, 128-byte swizzle.
-CUtensorMap act_map(const Tf32x3ConvArgs& a, const cuuint32_t (&box)[4]) {
-  CUtensorMap m;
-  const cuuint64_t dims[4] = {cuuint64_t(a.Cin), cuuint64_t(a.W), cuuint64_t(a.H), cuuint64_t(a.N)};
-  const cuuint64_t px = cuuint64_t(a.Cin) * sizeof(float);
-  const cuuint64_t strides[3] = {px, px * a.W, px * a.W * a.H};
-  const cuuint32_t estr[4] = {1, 1, 1, 1};
-  const CUresult r = tensor_map_encoder()(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<float*>(a.x), dims, strides,
-                                          box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                          CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) fail(ErrorKind::device, "conv2d_tf32x3: cuTensorMapEncodeTiled (activations) failed (CUresult ", int(r), ")");
-  return m;
-}
-
-template <int BN, bool TR, bool TA>
-void launch_t(const Tf32x3ConvArgs& a, dim3 grid, const CUtensorMap& map_x, cudaStream_t stream) {
-  auto* k = conv_tf32x3_wgmma_kernel<BN, TR, TA>;
-  SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(WgCfg<BN>::kSmem)));
-  const CUtensorMap hi = filter_map(a.w_hi, a.Cin, a.Cout, BN), lo = filter_map(a.w_lo, a.Cin, a.Cout, BN);
-  k<<<grid, kThreads, WgCfg<BN>::kSmem, stream>>>(a, hi, lo, map_x);
-}
-
-template <int BN>
-void launch_bn(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
-  cuuint32_t box[4];
-  if (act_box(a, box)) {
-    launch_t<BN, false, true>(a, grid, act_map(a, box), stream);
-  } else {
-    CUtensorMap unused{};
-    if (a.transposed) launch_t<BN, true, false>(a, grid, unused, stream);
-    else launch_t<BN, false, false>(a, grid, unused, stream);
-  }
-}
-
-}  // namespace
 
 bool tf32x3_wgmma_available() {
   static std::mutex mu;

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 
 #include "kernels/conv2d_tf32x3.h"
 
@@ -16,6 +17,12 @@ bool tf32x3_wgmma_available();
 /// Output channels per block for a.Cout: 128 where Cout % 128 == 0 (SG2_TF32X3_BN=64 forces 64),
 /// 64 where Cout % 64 == 0, else 0 (the wgmma kernel does not take the shape).
 int tf32x3_wgmma_bn(const Tf32x3ConvArgs& a);
+/// Whether the kernel loads this convolution's activations by TMA: every 128-pixel tile of a
+/// forward convolution is one box of the [N, H, W, Cin] tensor (rows of W | 128 with H a multiple
+/// of the tile's rows, whole samples with H W | 128, or 128-pixel pieces of rows with 128 | W);
+/// box = {32 channels, W extent, H extent, N extent}. False for transposed convolutions, other
+/// shapes (cp.async per thread instead) and with SG2_TF32X3_TMA_X=0. Host only; no device needed.
+bool tf32x3_wgmma_activation_box(const Tf32x3ConvArgs& a, uint32_t (&box)[4]);
 /// Launches the kernel over `grid` (x: 128-pixel tiles, y: Cout / bn, z: phases x splits); the
 /// caller (conv2d_tf32x3) has checked the arguments and sums split-K partials.
 void conv2d_tf32x3_wgmma(const Tf32x3ConvArgs& a, dim3 grid, int bn, cudaStream_t stream);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 
@@ -15,6 +16,7 @@
 #include "kernels/conv2d.h"
 #include "kernels/conv2d_simt.h"
 #include "kernels/conv2d_tf32x3.h"
+#include "kernels/conv2d_tf32x3_sm90.h"
 #include "kernels/conv_epilogue.h"
 #include "kernels/demodulate.h"
 #include "kernels/fully_connected.h"
@@ -744,6 +746,49 @@ TEST(GpuKernels, Tf32x3ConvIsAsAccurateAsFma) {
 
 // The host-side filter split of the 3xTF32 kernel (runs without a GPU): hi has 10 significand
 // bits, hi + lo == w exactly, |lo| <= half an ulp of hi, and rounding never overflows.
+// Which convolutions the wgmma kernel feeds by TMA (host only, runs without a GPU): each 128-pixel
+// tile must be exactly one box of [N, H, W, Cin]; everything else keeps cp.async. Correctness of
+// both paths: Tf32x3ConvMatchesReference (W = 32, 16, 8, 4 take the TMA path, W = 7 and the
+// transposed cases the cp.async one).
+TEST(GpuKernels, Tf32x3WgmmaActivationBoxes) {
+  if (const char* e = std::getenv("SG2_TF32X3_TMA_X"); e && std::string(e) == "0")
+    GTEST_SKIP() << "SG2_TF32X3_TMA_X=0 turns the TMA path off";
+  struct Case {
+    int N, H, W;
+    bool transposed, tma;
+    uint32_t box[4];
+  };
+  const Case cases[] = {
+      {32, 64, 64, false, true, {32, 64, 2, 1}},   // b64: two rows per tile
+      {1, 32, 32, false, true, {32, 32, 4, 1}},    // b32
+      {2, 8, 8, false, true, {32, 8, 8, 2}},       // two whole samples per tile
+      {1, 4, 4, false, true, {32, 4, 4, 8}},       // eight samples per tile (N = 1: the rest zero-filled)
+      {1, 1, 256, false, true, {32, 128, 1, 1}},   // half a row per tile
+      {3, 256, 512, false, true, {32, 128, 1, 1}},
+      {1, 3, 32, false, false, {}},                // 4 rows per tile, H = 3: tiles would straddle samples
+      {1, 6, 32, false, false, {}},                // 4 rows per tile, H = 6
+      {2, 7, 7, false, false, {}},                 // W does not divide 128
+      {1, 1, 192, false, false, {}},               // 128 does not divide W
+      {32, 32, 32, true, false, {}},               // transposed: phase tiles are not boxes
+  };
+  for (const Case& c : cases) {
+    cuda::Tf32x3ConvArgs a;
+    a.N = c.N;
+    a.H = c.H;
+    a.W = c.W;
+    a.Cin = 512;
+    a.Cout = 512;
+    a.transposed = c.transposed;
+    uint32_t box[4] = {0, 0, 0, 0};
+    const std::string what = std::to_string(c.N) + "x" + std::to_string(c.H) + "x" + std::to_string(c.W) +
+                             (c.transposed ? " transposed" : "");
+    ASSERT_EQ(cuda::tf32x3_wgmma_activation_box(a, box), c.tma) << what;
+    if (!c.tma) continue;
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(box[i], c.box[i]) << what << " box[" << i << "]";
+    EXPECT_EQ(box[1] * box[2] * box[3], 128u) << what << ": a tile is 128 pixels";
+  }
+}
+
 TEST(GpuKernels, Tf32x3WeightSplitIsExact) {
   std::vector<float> w = {0.0f, -0.0f, 1.0f, -1.0f, 1.0f + 0x1p-11f, 1.0f + 0x1p-12f, 0.1f, -3.14159265f, 1e-30f,
                           -7.5e-39f /* subnormal */, 3.4028235e38f, -3.4028235e38f, 65504.0f, 1.0f - 0x1p-24f};
