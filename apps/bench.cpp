@@ -16,10 +16,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "backend.h"
+#include "bench_reference_json.h"  // generated from apps/bench_reference.json
 #include "cli_util.h"
 #include "commands.h"
-#include "cuda/device_bench.h"
+#include "sg2/bench.h"
 #include "sg2/error.h"
 #include "sg2/generator.h"
 #include "sg2/model.h"
@@ -29,29 +29,24 @@ namespace {
 
 using namespace sg2;
 
-// Per-image roofline floors on an H200 in microseconds, from tools/cost_model.py
-// (layer-by-layer floor "floor_lw"; auto = fp16 in the top four resolutions, fp32 below),
-// at batch 1 and at batch >= 8 (32).
-struct Floor {
-  double n1, n8;
-};
-const std::map<std::string, std::map<std::string, Floor>> kFloorUs = {
-    {"ffhq1024-f", {{"fp32", {2268.8, 2263.3}}, {"tf32", {414.3, 402.4}}, {"fp16", {210.8, 203.7}}, {"auto", {651.3, 645.2}}}},
-    {"paper512", {{"fp32", {1809.1, 1803.6}}, {"tf32", {314.4, 303.0}}, {"fp16", {158.8, 152.1}}, {"auto", {267.7, 262.0}}}},
-    {"paper256", {{"fp32", {455.9, 450.5}}, {"tf32", {86.9, 75.7}}, {"fp16", {44.6, 38.0}}, {"auto", {70.5, 65.0}}}},
-};
-
-// The official implementation on an H200 (performance.md §2): batch-1 latency with CUDA-graph
-// replay (ms), best throughput (img/s), peak memory at that batch (GiB, 0 = not given).
-// auto = "checkpoint fp16", fp16 = "fp16 everywhere".
-struct Official {
-  double n1_ms, img_s, peak_gib;
-};
-const std::map<std::string, std::map<std::string, Official>> kOfficial = {
-    {"ffhq1024-f",
-     {{"fp32", {7.92, 154, 0}}, {"tf32", {4.02, 315, 0}}, {"auto", {3.97, 373, 11.9}}, {"fp16", {4.20, 379, 12.1}}}},
-    {"paper512", {{"auto", {2.65, 715, 6.7}}}},
-    {"paper256", {{"fp32", {2.42, 882, 0}}, {"auto", {1.63, 2360, 6.7}}}},
+/// The reference figures of apps/bench_reference.json: roofline floors and the official
+/// implementation's measurements, each with its source (printed under the table).
+struct Reference {
+  nlohmann::json j = nlohmann::json::parse(kBenchReferenceJson);
+  /// Floor in us/image of (config, precision) at batch 1 or >= 8; < 0 when unknown.
+  double floor_us(const std::string& config, const std::string& precision, int batch) const {
+    const auto& c = j["floors"]["configs"];
+    if (!c.contains(config) || !c[config].contains(precision)) return -1;
+    return c[config][precision][batch == 1 ? 0 : 1].get<double>();
+  }
+  /// Official (batch-1 ms, best img/s); false when unknown.
+  bool official(const std::string& config, const std::string& precision, double* n1_ms, double* img_s) const {
+    const auto& c = j["official"]["configs"];
+    if (!c.contains(config) || !c[config].contains(precision)) return false;
+    *n1_ms = c[config][precision][0].get<double>();
+    *img_s = c[config][precision][1].get<double>();
+    return true;
+  }
 };
 
 std::vector<int> parse_int_list(const std::string& s, const char* what) {
@@ -100,8 +95,6 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-Model load_network(const std::string& path) { return load_model(path); }
-
 int run_bench(int argc, char** argv) {
   cxxopts::Options opts = cli::make_options("bench", "GPU throughput, latency, memory and accuracy of the generator");
   opts.add_options()
@@ -144,7 +137,7 @@ int run_bench(int argc, char** argv) {
     label = config_name + " (random weights, seed " + std::to_string(seed) + ")";
   } else {
     label = args["network"].as<std::string>();
-    model = load_network(label);
+    model = load_model(label);
   }
   std::vector<Precision> precisions;
   for (const std::string& p : split(args["precision"].as<std::string>())) precisions.push_back(parse_precision(p));
@@ -165,30 +158,29 @@ int run_bench(int argc, char** argv) {
                 "min-max ms", "img/s", "ms/img", "peak MiB", "vs official", "vs floor");
   table << line;
   std::string device_desc;
+  const Reference reference;
   for (Precision p : precisions) {
     if (accuracy_only) break;
     GeneratorOptions o;
     o.device = device;
     o.precision = p;
     Generator gen(model, o);
-    DeviceBench* db = gen.backend().device_bench();
-    if (!db) fail(ErrorKind::device, "the ", gen.backend().name(), " backend has no device timing");
-    device_desc = db->device_description();
+    device_desc = device_description(gen);
     const std::string pn = to_string(p);
     for (int n : batches) {
       nlohmann::json row;
       row["precision"] = pn;
       row["batch"] = n;
-      DeviceBench::Result r;
+      BenchResult r;
       try {
-        r = db->time_generate(n, warmup, iters, seed);
+        r = bench_generate(gen, n, warmup, iters, seed);
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::out_of_memory) throw;
         std::snprintf(line, sizeof line, "%-9s %5d  out of device memory\n", pn.c_str(), n);
         table << line;
         row["error"] = e.what();
         out["runs"].push_back(row);
-        db->release_batches();
+        release_batches(gen);
         continue;
       }
       const double med = median(r.ms), mn = *std::min_element(r.ms.begin(), r.ms.end()),
@@ -209,19 +201,19 @@ int run_bench(int argc, char** argv) {
       row["output_finite"] = r.output_finite;
       row["output_mean_abs"] = r.output_mean_abs;
       if (!config_name.empty()) {
-        auto oc = kOfficial.find(config_name);
-        if (oc != kOfficial.end() && oc->second.count(pn)) {
-          const Official& of = oc->second.at(pn);
+        double off_n1_ms = 0, off_img_s = 0;
+        if (reference.official(config_name, pn, &off_n1_ms, &off_img_s)) {
           // batch 1: latency ratio; larger batches: throughput ratio (official best batch)
-          const double ratio = n == 1 ? of.n1_ms / med : img_s / of.img_s;
+          const double ratio = n == 1 ? off_n1_ms / med : img_s / off_img_s;
           vs_off = fmt("%.2fx", ratio);
           row["vs_official"] = ratio;
         }
-        const Floor& fl = kFloorUs.at(config_name).at(pn);
-        const double floor_us = n == 1 ? fl.n1 : fl.n8;
-        vs_floor = fmt("%.1fx", ms_img * 1000.0 / floor_us);
-        row["floor_us_per_img"] = floor_us;
-        row["vs_floor"] = ms_img * 1000.0 / floor_us;
+        const double floor_us = reference.floor_us(config_name, pn, n);
+        if (floor_us > 0) {
+          vs_floor = fmt("%.1fx", ms_img * 1000.0 / floor_us);
+          row["floor_us_per_img"] = floor_us;
+          row["vs_floor"] = ms_img * 1000.0 / floor_us;
+        }
       }
       if (verbose) row["conv_algorithms"] = r.conv_algorithms;
       row["cuda_graph"] = r.graph;
@@ -238,8 +230,8 @@ int run_bench(int argc, char** argv) {
       if (!r.graph && !as_json) std::cerr << "    CUDA graph capture failed: " << r.graph_error << "\n";
     }
     if (profile_batch > 0) {
-      db->release_batches();
-      const auto steps = db->profile(profile_batch, seed);
+      release_batches(gen);
+      const auto steps = profile_generate(gen, profile_batch, seed);
       double total = 0;
       for (const auto& s : steps) total += s.second;
       std::vector<std::pair<std::string, float>> sorted = steps;
@@ -255,7 +247,7 @@ int run_bench(int argc, char** argv) {
       out["profiles"][pn] = pj;
       if (!as_json) std::cout << ps.str();
     }
-    db->release_batches();
+    release_batches(gen);
   }
 
   std::ostringstream acc;
@@ -294,6 +286,7 @@ int run_bench(int argc, char** argv) {
     }
   }
   out["device"] = device_desc;
+  out["reference_sources"] = {{"official", reference.j["official"]["source"]}, {"floors", reference.j["floors"]["source"]}};
   if (as_json) {
     std::cout << out.dump(2) << "\n";
   } else {
@@ -301,7 +294,11 @@ int run_bench(int argc, char** argv) {
     if (!device_desc.empty()) std::cout << "device: " << device_desc << "\n";
     std::cout << "CUDA-graph replays of the whole generate (mapping + synthesis, const noise); " << warmup
               << " warm-up, " << iters << " timed; vs official: batch 1 latency ratio, else img/s ratio to the best"
-              << " official throughput (performance.md §2); vs floor: ms/img over the roofline floor (cost_model.py)\n";
+              << " official throughput; vs floor: ms/img over the roofline floor\n";
+    if (!config_name.empty())
+      std::cout << "reference figures (" << reference.j["device"].get<std::string>() << "): official: "
+                << reference.j["official"]["source"].get<std::string>() << "; floors: " << reference.j["floors"]["source"].get<std::string>()
+                << "\n";
     if (!accuracy_only) std::cout << table.str();
     std::cout << acc.str();
   }

@@ -12,10 +12,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 
-#include "backend.h"
-#include "file_util.h"
 #include "sg2/default_model.h"
 #include "sg2/error.h"
 #include "sg2/npy.h"
@@ -168,7 +167,7 @@ Generator make_generator(const cxxopts::ParseResult& args) {
 int chunk_size(Generator& gen, const cxxopts::ParseResult& args) {
   const GeneratorOptions o = generator_options(args);
   if (o.max_batch > 0) return o.max_batch;
-  return std::max(1, gen.backend().default_max_batch());
+  return std::max(1, gen.max_batch());
 }
 
 void add_class_option(cxxopts::Options& opts) {
@@ -207,11 +206,9 @@ OutputDir::OutputDir(const std::string& dir) : dir_(dir.empty() ? "." : dir) {
     if (!S_ISDIR(st.st_mode))
       fail(ErrorKind::io, "cannot write to output directory ", dir_, ": it exists and is not a directory");
   } else {
-    try {
-      detail::make_dirs(dir_);
-    } catch (const Error& e) {
-      fail(ErrorKind::io, "cannot write to output directory ", dir_, ": ", e.what());
-    }
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+    if (ec) fail(ErrorKind::io, "cannot write to output directory ", dir_, ": ", ec.message());
     created_ = true;
   }
   // Probe: create and remove a file (access(W_OK) is not enough: root, read-only mounts).

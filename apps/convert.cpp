@@ -1,6 +1,6 @@
 // sg2 convert: a checkpoint (.pkl / .pt of any supported family) -> an sg2 model file.
 //
-// Reads the checkpoint natively and safely (weights_tools/convert.h: nothing in the file is ever
+// Reads the checkpoint natively and safely (sg2/convert.h: nothing in the file is ever
 // executed), writes OUT atomically (a temporary file renamed into place, so a failed conversion
 // never leaves a partial OUT), and reports on stderr anything the user should know (an estimated
 // w_avg). Exit 0 on success, 2 for bad arguments, 1 for every other failure, with a one-line
@@ -14,7 +14,7 @@
 #include "commands.h"
 #include "sg2/error.h"
 #include "sg2/model.h"
-#include "weights_tools/convert.h"
+#include "sg2/convert.h"
 
 namespace {
 

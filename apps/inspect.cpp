@@ -1,6 +1,6 @@
 // sg2 inspect: what a checkpoint or model file holds — family, resolution, num_ws, mapping depth,
 // c_dim, image channels, channels per resolution, fp16 blocks, conv_clamp, noise buffers, w_avg,
-// parameter count. Checkpoints are read natively and safely (weights_tools/convert.h) and are
+// parameter count. Checkpoints are read natively and safely (sg2/convert.h) and are
 // converted in memory only; nothing is written. --json prints one JSON object for machines.
 #include <cxxopts.hpp>
 #include <iostream>
@@ -8,7 +8,7 @@
 
 #include "commands.h"
 #include "sg2/error.h"
-#include "weights_tools/convert.h"
+#include "sg2/convert.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // sg2 CUDA kernels: direct convolution (conv2d.h). One thread per output element.
 #include <algorithm>
 
-#include "engine/src/cuda/cuda_check.h"
+#include "kernels/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/conv2d.h"
 

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "engine/src/cuda/cuda_check.h"
+#include "kernels/cuda_check.h"
 #include "kernels/conv_taps.cuh"
 #include "kernels/conv2d_simt.h"
 

@@ -18,7 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "engine/src/cuda/cuda_check.h"
+#include "kernels/cuda_check.h"
 #include "kernels/conv_taps.cuh"
 #include "kernels/tf32x3_device.cuh"
 #include "kernels/conv2d_tf32x3.h"

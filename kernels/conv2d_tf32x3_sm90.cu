@@ -28,7 +28,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "engine/src/cuda/cuda_check.h"
+#include "kernels/cuda_check.h"
 #include "kernels/conv2d_tf32x3_sm90.h"
 #include "kernels/tf32x3_device.cuh"
 

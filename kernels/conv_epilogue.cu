@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <cstdint>
 
-#include "engine/src/cuda/cuda_check.h"
+#include "kernels/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/conv_epilogue.h"
 #include "kernels/skip_image.cuh"

@@ -1,5 +1,5 @@
 // sg2 CUDA kernels: demodulation coefficients and input style scales (demodulate.h).
-#include "engine/src/cuda/cuda_check.h"
+#include "kernels/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/demodulate.h"
 

@@ -1,7 +1,7 @@
 // sg2 CUDA kernels: fully_connected, normalize_2nd_moment, truncate_broadcast (fully_connected.h).
 #include <algorithm>
 
-#include "engine/src/cuda/cuda_check.h"
+#include "kernels/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/fully_connected.h"
 

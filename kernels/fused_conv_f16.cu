@@ -16,7 +16,7 @@
 #include <mutex>
 #include <vector>
 
-#include "engine/src/cuda/cuda_check.h"
+#include "kernels/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/fused_conv_f16.h"
 #include "kernels/skip_image.cuh"

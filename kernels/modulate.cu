@@ -1,7 +1,7 @@
 // sg2 CUDA kernels: modulated const input (modulate.h).
 #include <algorithm>
 
-#include "engine/src/cuda/cuda_check.h"
+#include "kernels/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/modulate.h"
 

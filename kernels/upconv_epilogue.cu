@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "engine/src/cuda/cuda_check.h"
+#include "kernels/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/upconv_epilogue.h"
 

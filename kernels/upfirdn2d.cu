@@ -1,7 +1,7 @@
 // sg2 CUDA kernels: upsample2d on NHWC activations (upfirdn2d.h).
 #include <algorithm>
 
-#include "engine/src/cuda/cuda_check.h"
+#include "kernels/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/upfirdn2d.h"
 

@@ -12,10 +12,10 @@
 #include <random>
 #include <sstream>
 
-#include "file_util.h"
+#include "util/file_util.h"
 #include "sg2/error.h"
 #include "test_util.h"
-#include "weights_tools/convert.h"
+#include "sg2/convert.h"
 
 using namespace sg2;
 using namespace std::string_literals;

@@ -9,12 +9,12 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "file_util.h"
+#include "util/file_util.h"
 #include "sg2/error.h"
 #include "sg2/generator.h"
 #include "sg2/npy.h"
 #include "test_util.h"
-#include "weights_tools/convert.h"
+#include "sg2/convert.h"
 
 using namespace sg2;
 

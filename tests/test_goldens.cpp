@@ -19,7 +19,7 @@
 #include "sg2/image.h"
 #include "sg2/npy.h"
 #include "test_util.h"
-#include "weights_tools/convert.h"
+#include "sg2/convert.h"
 
 using namespace sg2;
 using json = nlohmann::json;

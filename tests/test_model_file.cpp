@@ -7,7 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "file_util.h"
+#include "util/file_util.h"
 #include "sg2/error.h"
 #include "sg2/model.h"
 #include "sg2/random_model.h"

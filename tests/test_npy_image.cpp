@@ -1,7 +1,7 @@
 // .npy files, the official uint8 conversion, PNG files and grids.
 #include <gtest/gtest.h>
 
-#include "file_util.h"
+#include "util/file_util.h"
 #include "sg2/error.h"
 #include "sg2/image.h"
 #include "sg2/npy.h"

@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "file_util.h"
+#include "util/file_util.h"
 #include "sg2/error.h"
 #include "test_util.h"
 #include "weights_tools/numpy_decode.h"

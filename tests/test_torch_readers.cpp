@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "file_util.h"
+#include "util/file_util.h"
 #include "sg2/error.h"
 #include "test_util.h"
 #include "weights_tools/checkpoint.h"

@@ -5,9 +5,9 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
-#include "file_util.h"
 
 namespace sg2::test {
 
@@ -21,7 +21,7 @@ std::string temp_dir(const std::string& name) {
   std::string cmd = "rm -rf '" + dir + "'";
   if (std::system(cmd.c_str()) != 0) {
   }
-  detail::make_dirs(dir);
+  std::filesystem::create_directories(dir);
   return dir;
 }
 

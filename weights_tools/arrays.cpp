@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "file_util.h"
+#include "util/file_util.h"
 #include "sg2/error.h"
 
 namespace sg2::weights {

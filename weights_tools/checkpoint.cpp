@@ -5,7 +5,7 @@
 #include <cctype>
 #include <cstring>
 
-#include "file_util.h"
+#include "util/file_util.h"
 #include "sg2/error.h"
 
 namespace sg2::weights {

@@ -1,4 +1,4 @@
-// sg2 weights_tools: the `sg2 inspect` report (convert.h).
+// sg2 weights_tools: the `sg2 inspect` report (sg2/convert.h).
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -6,9 +6,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "file_util.h"
+#include "util/file_util.h"
 #include "sg2/error.h"
-#include "weights_tools/convert.h"
+#include "sg2/convert.h"
+#include "weights_tools/read_checkpoint.h"
 
 namespace sg2 {
 
@@ -59,9 +60,7 @@ InspectReport inspect_file(const std::string& path) {
     r.stored_dtypes["float32"] = static_cast<int>(m.tensors.size());
     return r;
   }
-  ConvertOptions opts;
-  opts.estimate_w_avg = false;
-  ConvertResult c = convert_checkpoint_report(path, opts);
+  ConvertResult c = weights::read_checkpoint_file(path);
   r.file_size = c.report.file_size;
   r.sha256 = c.report.source_sha256;
   r.format = c.report.container;
@@ -73,6 +72,7 @@ InspectReport inspect_file(const std::string& path) {
   if (!r.w_avg_present) r.w_avg_norm = 0;
   r.stored_dtypes = c.report.stored_dtypes;
   r.notes = c.report.notes;
+  if (c.report.w_avg_missing) r.notes.push_back("the checkpoint has no w_avg (latent_avg); sg2 convert estimates it");
   return r;
 }
 

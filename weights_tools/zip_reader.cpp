@@ -5,7 +5,7 @@
 
 #include <array>
 
-#include "file_util.h"
+#include "util/file_util.h"
 #include "sg2/error.h"
 #include "weights_tools/pickle.h"
 

@@ -5,7 +5,7 @@
 #include <map>
 
 #include "backend.h"
-#include "file_util.h"
+#include "util/file_util.h"
 #include "kernels/ref/bias_act.h"
 #include "kernels/ref/fully_connected.h"
 #include "kernels/ref/modulated_conv2d.h"

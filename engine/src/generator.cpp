@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "backend.h"
+#include "generator_access.h"
 #include "sg2/error.h"
 #include "sg2/random_state.h"
 
@@ -146,7 +147,9 @@ const Model& Generator::model() const { return live(impl_).model; }
 const ModelConfig& Generator::config() const { return live(impl_).model.config; }
 Device Generator::device() const { return live(impl_).device; }
 Precision Generator::precision() const { return live(impl_).options.precision; }
-Backend& Generator::backend() { return *live(impl_).backend; }
+int Generator::max_batch() const { return live(impl_).max_batch; }
+
+Backend& GeneratorAccess::backend(Generator& gen) { return *live(gen.impl_).backend; }
 
 Tensor Generator::map(const Tensor& z, const Tensor& c, const Truncation& trunc) {
   const ModelConfig& cfg = config();  // throws on a moved-from Generator

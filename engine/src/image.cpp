@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "file_util.h"
+#include "util/file_util.h"
 #include "sg2/error.h"
 
 #define STB_IMAGE_WRITE_IMPLEMENTATION

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "file_util.h"
+#include "util/file_util.h"
 #include "sg2/error.h"
 #include "sg2/model.h"
 

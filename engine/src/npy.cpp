@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "file_util.h"
+#include "util/file_util.h"
 #include "sg2/error.h"
 
 namespace sg2 {

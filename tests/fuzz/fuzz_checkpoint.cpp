@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "sg2/error.h"
-#include "weights_tools/convert.h"
+#include "sg2/convert.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   sg2::ConvertOptions options;

@@ -12,9 +12,9 @@
 
 #include "backend.h"
 #include "cuda/cudnn_conv.h"
-#include "cuda/device_bench.h"
 #include "kernels/conv2d_tf32x3.h"
 #include "gpu_test_util.h"
+#include "sg2/bench.h"
 #include "sg2/error.h"
 #include "sg2/generator.h"
 #include "sg2/npy.h"
@@ -206,10 +206,8 @@ TEST(GpuGenerator, SplitsTheBatchWhenMemoryRunsOut) {
   {
     Generator g(model, opts(Device::Kind::cuda, Precision::fp32, 8));
     full = g.generate(in.z, in.c);
-    DeviceBench* b = g.backend().device_bench();
-    ASSERT_NE(b, nullptr);
-    const DeviceBench::Result r1 = b->time_generate(1, 0, 1, 0);
-    const DeviceBench::Result r2 = b->time_generate(2, 0, 1, 0);
+    const BenchResult r1 = bench_generate(g, 1, 0, 1, 0);
+    const BenchResult r2 = bench_generate(g, 2, 0, 1, 0);
     need1 = r1.model_bytes + r1.batch_bytes;
     need2 = r2.model_bytes + r2.batch_bytes;
   }
@@ -288,9 +286,7 @@ TEST(GpuGenerator, Fp32OnTensorCoresIsAsAccurateAsFma) {
   const Tensor tc = tc_gen.synthesize(ws);
   // the 3xTF32 kernel must really have run (where this GPU can run it)
   if (cuda::tf32x3_usable(512, 512)) {
-    DeviceBench* b = tc_gen.backend().device_bench();
-    ASSERT_NE(b, nullptr);
-    const DeviceBench::Result r = b->time_generate(2, 0, 1, 1);
+    const BenchResult r = bench_generate(tc_gen, 2, 0, 1, 1);
     int n_tc = 0;
     for (const std::string& d : r.conv_algorithms) n_tc += d.find("3xtf32") != std::string::npos ? 1 : 0;
     EXPECT_GE(n_tc, 8) << "the 512-channel convolutions should run on the 3xTF32 kernel";

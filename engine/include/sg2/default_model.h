@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "sg2/model.h"
+#include "sg2/export.h"
 
+SG2_PUBLIC_BEGIN
 namespace sg2 {
 
 /// Path of the bundled model relative to a models/ root: "digits32/digits32.pkl".
@@ -34,3 +36,4 @@ std::string default_model_path();
 Model load_default_model();
 
 }  // namespace sg2
+SG2_PUBLIC_END

@@ -8,7 +8,9 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include "sg2/export.h"
 
+SG2_PUBLIC_BEGIN
 namespace sg2 {
 
 /// What kind of failure an Error reports. Stable: the C ABI and the CLI's exit codes map these.
@@ -51,3 +53,4 @@ template <typename... Args>
 }
 
 }  // namespace sg2
+SG2_PUBLIC_END

@@ -12,7 +12,9 @@
 
 #include "sg2/model.h"
 #include "sg2/tensor.h"
+#include "sg2/export.h"
 
+SG2_PUBLIC_BEGIN
 namespace sg2 {
 
 /// Arithmetic used by the synthesis network.
@@ -86,8 +88,6 @@ struct GeneratorOptions {
                                            ///< b{res}_x, b{res}_img, as the fixtures' debug files)
 };
 
-class Backend;  // engine-internal
-
 /// A generator bound to a device. Not thread-safe; use one per thread.
 class Generator {
  public:
@@ -118,9 +118,12 @@ class Generator {
   Tensor generate(const Tensor& z, const Tensor& c, const Truncation& trunc = {},
                   const NoiseSpec& noise = {});
 
-  Backend& backend();  ///< engine-internal (benchmarks, tests)
+  /// The largest batch the generator runs at once: GeneratorOptions::max_batch, or the
+  /// backend's default when that is 0 (calls with more rows are split into such batches).
+  int max_batch() const;
 
  private:
+  friend struct GeneratorAccess;  // engine-internal access to the backend (benchmarks, tests)
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
@@ -149,3 +152,4 @@ TfSeedInputs tf_seed_inputs(uint32_t seed, const ModelConfig& config);
 std::vector<uint32_t> parse_seeds(const std::string& text);
 
 }  // namespace sg2
+SG2_PUBLIC_END

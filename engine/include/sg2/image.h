@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "sg2/tensor.h"
+#include "sg2/export.h"
 
+SG2_PUBLIC_BEGIN
 namespace sg2 {
 
 /// An 8-bit image, rows top to bottom, interleaved channels (HWC). channels: 1 (gray), 3 (RGB),
@@ -35,3 +37,4 @@ Image8 read_png(const std::string& path);
 Image8 make_grid(const std::vector<Image8>& images, int cols, int rows);
 
 }  // namespace sg2
+SG2_PUBLIC_END

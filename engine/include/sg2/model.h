@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "sg2/tensor.h"
+#include "sg2/export.h"
 
+SG2_PUBLIC_BEGIN
 namespace sg2 {
 
 /// MappingNetwork configuration (official `MappingNetwork.__init__`).
@@ -132,3 +134,4 @@ std::vector<NoiseLayer> noise_layers(const ModelConfig& config);
 const char* version();
 
 }  // namespace sg2
+SG2_PUBLIC_END

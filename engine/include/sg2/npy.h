@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "sg2/tensor.h"
+#include "sg2/export.h"
 
+SG2_PUBLIC_BEGIN
 namespace sg2 {
 
 /// A raw .npy array: numpy dtype string ("<f4", "<f8", "|u1", ...), shape, C-order bytes.
@@ -35,3 +37,4 @@ void write_npy(const std::string& path, const Tensor& t);
 std::vector<uint8_t> npy_bytes(const Tensor& t);
 
 }  // namespace sg2
+SG2_PUBLIC_END

@@ -6,7 +6,9 @@
 #include <string>
 
 #include "sg2/model.h"
+#include "sg2/export.h"
 
+SG2_PUBLIC_BEGIN
 namespace sg2 {
 
 /// The configurations of performance.md: "ffhq1024-f" (channel_base 32768, 1024 px),
@@ -28,3 +30,4 @@ ModelConfig make_config(int img_resolution, int channel_base, int channel_max, i
 Model make_random_model(const ModelConfig& config, uint64_t seed);
 
 }  // namespace sg2
+SG2_PUBLIC_END

@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <random>
 #include <vector>
+#include "sg2/export.h"
 
+SG2_PUBLIC_BEGIN
 namespace sg2 {
 
 /// numpy.random.RandomState(seed) reimplemented: MT19937 seeded as numpy's `init_genrand`,
@@ -33,3 +35,4 @@ class RandomState {
 };
 
 }  // namespace sg2
+SG2_PUBLIC_END

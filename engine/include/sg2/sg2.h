@@ -7,6 +7,7 @@
 // Every function throws sg2::Error (error.h) on failure; nothing aborts.
 #pragma once
 
+#include "sg2/convert.h"
 #include "sg2/default_model.h"
 #include "sg2/error.h"
 #include "sg2/generator.h"

@@ -18,6 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sg2/export.h"
+
+SG2_PUBLIC_BEGIN
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -111,5 +114,6 @@ sg2_status sg2_default_model_path(char* buf, size_t size, size_t* needed);
 #ifdef __cplusplus
 }
 #endif
+SG2_PUBLIC_END
 
 #endif /* SG2_C_H */

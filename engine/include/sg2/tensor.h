@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+#include "sg2/export.h"
 
+SG2_PUBLIC_BEGIN
 namespace sg2 {
 
 /// A dense float32 tensor in host memory, row-major (C order), shape in PyTorch order
@@ -56,3 +58,4 @@ std::string shape_to_string(const std::vector<int64_t>& shape);
 Tensor concat0(const std::vector<Tensor>& parts);
 
 }  // namespace sg2
+SG2_PUBLIC_END

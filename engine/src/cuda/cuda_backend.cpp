@@ -14,11 +14,11 @@
 
 #include "backend.h"
 #include "cuda/cuda_raii.h"
-#include "cuda/device_bench.h"
+#include "device_bench.h"
 #include "cuda/device_info.h"
 #include "cuda/device_model.h"
 #include "cuda/executor.h"
-#include "file_util.h"
+#include "util/file_util.h"
 #include "kernels/ref/parallel.h"
 #include "sg2/error.h"
 #include "sg2/npy.h"
@@ -186,7 +186,7 @@ class CudaBackend final : public Backend, public DeviceBench {
 
   // --- DeviceBench ---------------------------------------------------------------------------
 
-  Result time_generate(int batch, int warmup, int iters, uint64_t seed) override {
+  BenchResult time_generate(int batch, int warmup, int iters, uint64_t seed) override {
     DeviceGuard g(index_);
     cudaStream_t s = stream_->get();
     release_batches();
@@ -194,7 +194,7 @@ class CudaBackend final : public Backend, public DeviceBench {
     size_t free0 = 0, free1 = 0, total = 0;
     SG2_CUDA_CHECK(cudaMemGetInfo(&free0, &total));
     stats_.reset_peak();
-    Result r;
+    BenchResult r;
     r.batch = batch;
     Executor& ex = executor(batch);
     bench_inputs(ex, batch, seed);

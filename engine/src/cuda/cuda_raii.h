@@ -1,5 +1,5 @@
 // sg2 CUDA backend: move-only owners of device memory, streams, events, graphs and the cuDNN
-// handle, and a guard that selects a device for a scope. Errors throw sg2::Error (cuda_check.h).
+// handle, and a guard that selects a device for a scope. Errors throw sg2::Error (kernels/cuda_check.h, cuda/cudnn_check.h).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "cuda_check.h"
+#include "cuda/cudnn_check.h"
 
 namespace sg2::cuda {
 

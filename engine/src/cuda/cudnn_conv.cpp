@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "cuda_check.h"
+#include "cuda/cudnn_check.h"
 #include "kernels/conv2d.h"
 #include "kernels/conv2d_simt.h"
 #include "kernels/conv2d_tf32x3.h"

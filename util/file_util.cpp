@@ -1,5 +1,5 @@
 // sg2 internal: file helpers (see file_util.h).
-#include "file_util.h"
+#include "util/file_util.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -1,4 +1,6 @@
-// sg2 weights_tools: converting real StyleGAN2 checkpoints to sg2 models, natively and safely.
+// sg2: converting real StyleGAN2 checkpoints to sg2 models, natively and safely, and inspecting them.
+// (The readers live in weights_tools/, a leaf of the library; this facade, engine/api/load.cpp,
+// adds the w_avg estimate, which runs the mapping network.)
 //
 // Reads, without Python and without ever executing anything from the file:
 //  * stylegan2-ada-pytorch network pickles            (family "stylegan2-ada-pytorch")
@@ -28,7 +30,9 @@
 
 #include "sg2/model.h"
 #include "sg2/tensor.h"
+#include "sg2/export.h"
 
+SG2_PUBLIC_BEGIN
 namespace sg2 {
 
 struct ConvertOptions {
@@ -106,3 +110,4 @@ std::string inspect_to_json(const InspectReport& report, int indent = 2);
 std::string inspect_to_text(const InspectReport& report);
 
 }  // namespace sg2
+SG2_PUBLIC_END
