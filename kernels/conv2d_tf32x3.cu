@@ -219,27 +219,16 @@ bool conv2d_tf32x3_supports(const Tf32x3ConvArgs& a) {
          aligned16(a.y) && a.splits >= 1 && a.splits <= 32 && (a.splits == 1 || aligned16(a.partial));
 }
 
-bool conv2d_tf32x3_wgmma_available() { return tf32x3_wgmma_available(); }
+bool conv2d_tf32x3_wgmma_probe() { return tf32x3_wgmma_probe(); }
 
-Tf32x3ConvArgs::Impl conv2d_tf32x3_impl(const Tf32x3ConvArgs& a) {
-  using Impl = Tf32x3ConvArgs::Impl;
-  if (a.impl == Impl::mma) return Impl::mma;
-  const bool wgmma = tf32x3_wgmma_bn(a) > 0 && tf32x3_wgmma_available();
-  if (a.impl == Impl::wgmma) {
-    if (!wgmma) fail(ErrorKind::internal, "conv2d_tf32x3: the wgmma kernel cannot run here");
-    return Impl::wgmma;
-  }
-  const char* e = std::getenv("SG2_TF32X3_KERNEL");
-  if (e && std::strcmp(e, "mma") == 0) return Impl::mma;
-  return wgmma ? Impl::wgmma : Impl::mma;
-}
+PFN_cuTensorMapEncodeTiled_v12000 conv2d_tf32x3_tensor_map_encoder() { return tf32x3_tensor_map_encoder(); }
 
-namespace {
-/// Output channels per block of the implementation that runs.
-int block_channels(const Tf32x3ConvArgs& a, Tf32x3ConvArgs::Impl impl) {
+int conv2d_tf32x3_block_channels(const Tf32x3ConvArgs& a, Tf32x3ConvArgs::Impl impl) {
   if (impl == Tf32x3ConvArgs::Impl::wgmma) return tf32x3_wgmma_bn(a);
   return a.Cout % 64 == 0 ? 64 : 32;
 }
+
+namespace {
 dim3 grid_of(const Tf32x3ConvArgs& a, int bn) {
   const int64_t M = a.transposed ? int64_t(a.N) * (a.H + 1) * (a.W + 1) : int64_t(a.N) * a.H * a.W;
   return dim3(static_cast<unsigned>((M + kBM - 1) / kBM), static_cast<unsigned>(a.Cout / bn),
@@ -251,9 +240,9 @@ int conv2d_tf32x3_choose_splits(const Tf32x3ConvArgs& a, int num_sms) {
   // Estimated time in chunk steps: the longest block (max_chunks / s) or the whole work spread
   // over the resident slots, whichever is longer. The transposed conv's phases differ (4, 2, 2
   // and 1 taps), so splitting its heavy phase pays even where the grid already fills the GPU.
-  const auto impl = conv2d_tf32x3_impl(a);
-  const int bn = block_channels(a, impl);
-  const int resident = impl == Tf32x3ConvArgs::Impl::wgmma ? 1 : 2;  // blocks per SM
+  const int bn = conv2d_tf32x3_block_channels(a, a.impl);
+  if (bn == 0) return 1;
+  const int resident = a.impl == Tf32x3ConvArgs::Impl::wgmma ? 1 : 2;  // blocks per SM
   const int cpt = a.Cin / kBK;
   int64_t work = 0;  // chunk steps of all blocks
   int max_chunks = 0;
@@ -284,10 +273,11 @@ size_t conv2d_tf32x3_workspace(const Tf32x3ConvArgs& a) {
 
 void conv2d_tf32x3(const Tf32x3ConvArgs& a, cudaStream_t stream) {
   if (!conv2d_tf32x3_supports(a)) fail(ErrorKind::internal, "conv2d_tf32x3: unsupported shape");
-  const auto impl = conv2d_tf32x3_impl(a);
-  const int bn = block_channels(a, impl);
+  const int bn = conv2d_tf32x3_block_channels(a, a.impl);
+  if (bn == 0 || (a.impl == Tf32x3ConvArgs::Impl::wgmma && a.encode_tensor_map == nullptr))
+    fail(ErrorKind::internal, "conv2d_tf32x3: the wgmma kernel cannot take this shape or has no tensor-map encoder");
   const dim3 grid = grid_of(a, bn);
-  if (impl == Tf32x3ConvArgs::Impl::wgmma) {
+  if (a.impl == Tf32x3ConvArgs::Impl::wgmma) {
     conv2d_tf32x3_wgmma(a, grid, bn, stream);
   } else {
     if (bn == 64) launch<64>(a, grid, stream);

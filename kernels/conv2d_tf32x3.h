@@ -28,15 +28,14 @@
 // Measured against the CPU reference it matches the SIMT/cuDNN FMA paths' error
 // (tests/gpu/test_gpu_kernels.cpp Tf32x3ConvIsAsAccurateAsFma). Deterministic: the summation
 // order depends only on the shape and the split-K factor, never on a sample's position in the
-// batch; the engine's split-K factor depends on the batch size (conv2d_tf32x3_choose_splits), so
-// different batch sizes may differ in the last bits.
+// batch; with the same split-K factor, an output does not depend on the batch size either.
 // Needs sm_80+, Cin % 32 == 0, Cout % 32 == 0 and 16-byte aligned buffers (supports() says).
 #pragma once
 
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled (a type only: sg2 does not link libcuda)
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-
 #include <cstring>
 
 namespace sg2::cuda {
@@ -51,9 +50,15 @@ struct Tf32x3ConvArgs {
   float* y = nullptr;           // forward [N, H, W, Cout]; transposed [N, 2H + 1, 2W + 1, Cout]
   int splits = 1;               // split-K: > 1 sums `splits` partial outputs (in order) into y
   float* partial = nullptr;     // splits > 1: conv2d_tf32x3_workspace(*this) bytes, 16-byte aligned
-  /// Which implementation: auto (wgmma where this GPU and binary have it and Cout % 64 == 0,
-  /// else mma.sync; SG2_TF32X3_KERNEL=mma forces mma.sync), or one of them (tests).
-  enum class Impl { automatic, mma, wgmma } impl = Impl::automatic;
+  /// Which implementation runs: mma.sync (sm_80+), or wgmma (where conv2d_tf32x3_wgmma_probe() said
+  /// yes and Cout % 64 == 0; it then needs encode_tensor_map). The caller decides (the engine's
+  /// convolution selection, engine/src/cuda/conv.cpp); the kernels never choose.
+  enum class Impl { mma, wgmma } impl = Impl::mma;
+  /// wgmma: the driver's tensor-map encoder, from conv2d_tf32x3_tensor_map_encoder().
+  PFN_cuTensorMapEncodeTiled_v12000 encode_tensor_map = nullptr;
+  /// wgmma: load the activations of forward convolutions by TMA where every tile is a box
+  /// (tf32x3_wgmma_activation_box); false: cp.async per thread everywhere (A/B measurements).
+  bool tma_activations = true;
 };
 
 /// Host: w = hi + lo with hi = w rounded to TF32 (10 significand bits, to nearest, ties away from
@@ -88,10 +93,15 @@ inline void tf32x3_pack_weights(const float* w, int cin, int cout, bool transpos
 }
 
 /// Whether the wgmma implementation runs on the current device: an sm_90 GPU, and this binary
-/// carries sm_90a code (a probe launch, once per device; call outside stream capture).
-bool conv2d_tf32x3_wgmma_available();
-/// The implementation conv2d_tf32x3 runs for these arguments (never Impl::automatic).
-Tf32x3ConvArgs::Impl conv2d_tf32x3_impl(const Tf32x3ConvArgs& a);
+/// carries sm_90a code. A probe launch every call (the engine asks once per backend, when it
+/// probes the device: engine/src/cuda/device_caps.h); call outside stream capture.
+bool conv2d_tf32x3_wgmma_probe();
+/// The driver's cuTensorMapEncodeTiled, looked up through the runtime (no link against libcuda).
+/// Throws Error(device) when the driver has none.
+PFN_cuTensorMapEncodeTiled_v12000 conv2d_tf32x3_tensor_map_encoder();
+/// Output channels per block of implementation `impl` for a.Cout (wgmma: 128 or 64, 0 when it
+/// cannot take the shape; mma.sync: 64 or 32).
+int conv2d_tf32x3_block_channels(const Tf32x3ConvArgs& a, Tf32x3ConvArgs::Impl impl);
 
 /// The shape alone (no pointers): Cin % 32 == 0, Cout % 32 == 0, sizes in range.
 bool conv2d_tf32x3_shape_ok(const Tf32x3ConvArgs& a);

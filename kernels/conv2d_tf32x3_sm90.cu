@@ -24,9 +24,7 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <type_traits>
-#include <vector>
 
 #include "kernels/cuda_check.h"
 #include "kernels/conv2d_tf32x3_sm90.h"
@@ -337,7 +335,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       *reinterpret_cast<float2*>(o + 8 * j) = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
   }
 #else
-  // built without sm_90a code: conv2d_tf32x3_wgmma_available() says false, never launched
+  // built without sm_90a code: conv2d_tf32x3_wgmma_probe() says false, never launched
   if (threadIdx.x == 0 && blockIdx.x == 0) __trap();
 #endif
 }
@@ -373,32 +371,15 @@ bool probe_device() {
   return h == 1;
 }
 
-/// The driver's tensor-map encoder, through the runtime (no link against libcuda).
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-#if CUDART_VERSION >= 12050
-    const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q);
-#else
-    const cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &p, cudaEnableDefault, &q);
-#endif
-    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || p == nullptr)
-      fail(ErrorKind::device, "conv2d_tf32x3: the driver has no cuTensorMapEncodeTiled (", cudaGetErrorString(e), ")");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-  }();
-  return fn;
-}
-
 /// TMA map of a packed filter [Cout, 9 Cin] (fp32): boxes of 32 k x BN rows, 128-byte swizzle
 /// (the layout the kernel's descriptors name).
-CUtensorMap filter_map(const float* w, int cin, int cout, int bn) {
+CUtensorMap filter_map(PFN_cuTensorMapEncodeTiled_v12000 encode, const float* w, int cin, int cout, int bn) {
   CUtensorMap m;
   const cuuint64_t dims[2] = {cuuint64_t(9) * cin, cuuint64_t(cout)};
   const cuuint64_t strides[1] = {cuuint64_t(9) * cin * sizeof(float)};
   const cuuint32_t box[2] = {cuuint32_t(kBK), cuuint32_t(bn)};
   const cuuint32_t estr[2] = {1, 1};
-  const CUresult r = tensor_map_encoder()(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(w), dims, strides,
+  const CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(w), dims, strides,
                                           box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                           CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) fail(ErrorKind::device, "conv2d_tf32x3: cuTensorMapEncodeTiled failed (CUresult ", int(r), ")");
@@ -412,7 +393,7 @@ CUtensorMap act_map(const Tf32x3ConvArgs& a, const uint32_t (&box)[4]) {
   const cuuint64_t px = cuuint64_t(a.Cin) * sizeof(float);
   const cuuint64_t strides[3] = {px, px * a.W, px * a.W * a.H};
   const cuuint32_t estr[4] = {1, 1, 1, 1};
-  const CUresult r = tensor_map_encoder()(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<float*>(a.x), dims, strides,
+  const CUresult r = a.encode_tensor_map(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<float*>(a.x), dims, strides,
                                           box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                           CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) fail(ErrorKind::device, "conv2d_tf32x3: cuTensorMapEncodeTiled (activations) failed (CUresult ", int(r), ")");
@@ -423,7 +404,8 @@ template <int BN, bool TR, bool TA>
 void launch_t(const Tf32x3ConvArgs& a, dim3 grid, const CUtensorMap& map_x, cudaStream_t stream) {
   auto* k = conv_tf32x3_wgmma_kernel<BN, TR, TA>;
   SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(WgCfg<BN>::kSmem)));
-  const CUtensorMap hi = filter_map(a.w_hi, a.Cin, a.Cout, BN), lo = filter_map(a.w_lo, a.Cin, a.Cout, BN);
+  const CUtensorMap hi = filter_map(a.encode_tensor_map, a.w_hi, a.Cin, a.Cout, BN),
+                    lo = filter_map(a.encode_tensor_map, a.w_lo, a.Cin, a.Cout, BN);
   k<<<grid, kThreads, WgCfg<BN>::kSmem, stream>>>(a, hi, lo, map_x);
 }
 
@@ -442,11 +424,7 @@ void launch_bn(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
 }  // namespace
 
 bool tf32x3_wgmma_activation_box(const Tf32x3ConvArgs& a, uint32_t (&box)[4]) {
-  static const bool off = [] {  // experiment knob: SG2_TF32X3_TMA_X=0 = cp.async activations
-    const char* e = std::getenv("SG2_TF32X3_TMA_X");
-    return e && std::strcmp(e, "0") == 0;
-  }();
-  if (a.transposed || off) return false;
+  if (a.transposed || !a.tma_activations) return false;
   box[0] = kBK;
   if (a.W <= kBM && kBM % a.W == 0) {
     const int rows = kBM / a.W;
@@ -472,21 +450,25 @@ bool tf32x3_wgmma_activation_box(const Tf32x3ConvArgs& a, uint32_t (&box)[4]) {
 }
 
 
-bool tf32x3_wgmma_available() {
-  static std::mutex mu;
-  static std::vector<int> known;  // per device: -1 unknown, 0 no, 1 yes
-  int dev = 0;
-  SG2_CUDA_CHECK(cudaGetDevice(&dev));
-  std::lock_guard<std::mutex> lock(mu);
-  if (size_t(dev) >= known.size()) known.resize(size_t(dev) + 1, -1);
-  if (known[size_t(dev)] < 0) known[size_t(dev)] = probe_device() ? 1 : 0;
-  return known[size_t(dev)] == 1;
+bool tf32x3_wgmma_probe() { return probe_device(); }
+
+PFN_cuTensorMapEncodeTiled_v12000 tf32x3_tensor_map_encoder() {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+#if CUDART_VERSION >= 12050
+  const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q);
+#else
+  const cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &p, cudaEnableDefault, &q);
+#endif
+  if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || p == nullptr) {
+    cudaGetLastError();
+    fail(ErrorKind::device, "conv2d_tf32x3: the driver has no cuTensorMapEncodeTiled (", cudaGetErrorString(e), ")");
+  }
+  return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
 }
 
 int tf32x3_wgmma_bn(const Tf32x3ConvArgs& a) {
   if (a.Cout % 64 != 0) return 0;
-  const char* e = std::getenv("SG2_TF32X3_BN");  // experiment knob: 64 or 128
-  if (e && std::strcmp(e, "64") == 0) return 64;
   return a.Cout % 128 == 0 ? 128 : 64;
 }
 

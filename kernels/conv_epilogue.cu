@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(kThreads) conv_epilogue_kernel(EpilogueArgs a,
   Tout* out = a.out ? static_cast<Tout*>(a.out) + sample : nullptr;
   Tout* raw = a.raw ? static_cast<Tout*>(a.raw) + sample : nullptr;
   const float* residual = a.residual ? a.residual + sample : nullptr;
-  const float* dd = a.dd ? a.dd + size_t(n) * a.dd_stride : nullptr;
+  const float* dcoefs = a.dcoefs ? a.dcoefs + size_t(n) * a.dcoefs_stride : nullptr;
   const float* os = a.out_scale ? a.out_scale + size_t(n) * a.out_scale_stride : nullptr;
   const float* rs = a.img_channels ? a.rgb_styles + size_t(n) * a.rgb_styles_stride : nullptr;
   const float* noise = a.noise ? a.noise + size_t(n) * a.noise_stride_n : nullptr;
@@ -74,12 +74,12 @@ __global__ void __launch_bounds__(kThreads) conv_epilogue_kernel(EpilogueArgs a,
       const int off = hw * C + c0;
       load_vec<Tin, V>(y + off, v);
       float d[V], b[V];
-      if (dd) load_vec<float, V>(dd + c0, d);
+      if (dcoefs) load_vec<float, V>(dcoefs + c0, d);
       if (a.bias) load_vec<float, V>(a.bias + c0, b);
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         float t = v[e];
-        if (dd) t = t * d[e];
+        if (dcoefs) t = t * d[e];
         t = t + nz;
         if (a.bias) t = t + b[e];
         v[e] = dev::bias_act(t, a.lrelu, a.gain, a.clamp);
@@ -156,14 +156,14 @@ __global__ void __launch_bounds__(kThreads) conv_epilogue_kernel(EpilogueArgs a,
 
 // The common case: 8-channel chunks, one per lane (C <= 256), KR = img_channels <= 4 (a template
 // parameter, so the ToRGB sums and shuffles cover exactly the image channels). The sample's
-// per-channel tables (dd, bias, out_scale, ToRGB weight x style) and the image filter are staged
+// per-channel tables (dcoefs, bias, out_scale, ToRGB weight x style) and the image filter are staged
 // in shared memory once per block; pixels go in pairs so that two loads of y are in flight per
 // lane. Same arithmetic in the same order as conv_epilogue_kernel: bit-identical results.
 constexpr int kPairs = 2;
 
 template <typename Tin, typename Tout, int KR>
 __global__ void __launch_bounds__(kThreads, 4) conv_epilogue_tab_kernel(EpilogueArgs a, int G, int log2w) {
-  extern __shared__ float tab[];  // [dd C][bias C][out_scale C][rgb KR x C][filter 16]
+  extern __shared__ float tab[];  // [dcoefs C][bias C][out_scale C][rgb KR x C][filter 16]
   const int C = a.C;
   const int n = blockIdx.y;
   float* sd = tab;
@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(kThreads, 4) conv_epilogue_tab_kernel(Epilogue
   float* sr = so + C;
   float* sg = sr + KR * C;
   for (int i = threadIdx.x; i < C; i += kThreads) {
-    sd[i] = a.dd ? a.dd[size_t(n) * a.dd_stride + i] : 1.0f;
+    sd[i] = a.dcoefs ? a.dcoefs[size_t(n) * a.dcoefs_stride + i] : 1.0f;
     sb[i] = a.bias ? a.bias[i] : 0.0f;
     so[i] = a.out_scale ? a.out_scale[size_t(n) * a.out_scale_stride + i] : 1.0f;
 #pragma unroll
@@ -228,7 +228,7 @@ __global__ void __launch_bounds__(kThreads, 4) conv_epilogue_tab_kernel(Epilogue
 #pragma unroll
           for (int e = 0; e < 8; ++e) {
             float q = v[u][e];
-            if (a.dd) q = q * d[e];
+            if (a.dcoefs) q = q * d[e];
             q = q + nz[u];
             if (a.bias) q = q + b[e];
             v[u][e] = dev::bias_act(q, a.lrelu, a.gain, a.clamp);
@@ -314,7 +314,7 @@ bool can_vectorize(const EpilogueArgs& a) {
   if (a.C % 8 != 0) return false;
   if (!aligned32(a.y) || !aligned32(a.out) || !aligned32(a.raw) || !aligned32(a.bias) || !aligned32(a.residual))
     return false;
-  if (!aligned32(a.dd) || a.dd_stride % 8 != 0) return false;
+  if (!aligned32(a.dcoefs) || a.dcoefs_stride % 8 != 0) return false;
   if (!aligned32(a.out_scale) || a.out_scale_stride % 8 != 0) return false;
   if (!aligned32(a.rgb_weight) || !aligned32(a.rgb_styles) || a.rgb_styles_stride % 8 != 0) return false;
   return true;
@@ -335,7 +335,7 @@ void launch(const EpilogueArgs& a, int log2w, cudaStream_t stream) {
   const int bx = static_cast<int>(std::min<int64_t>(want, 4096));
   const dim3 grid(bx, a.N);
   const size_t tab = (size_t(3 + a.img_channels) * a.C + 16) * sizeof(float);
-  if (vec && chunks <= G && a.img_channels <= kMaxRgb && tab <= 48 * 1024 && std::getenv("SG2_EPILOGUE_GENERAL") == nullptr) {
+  if (vec && chunks <= G && a.img_channels <= kMaxRgb && tab <= 48 * 1024 && a.shared_tables) {
     switch (a.img_channels) {
       case 0: conv_epilogue_tab_kernel<Tin, Tout, 0><<<grid, kThreads, tab, stream>>>(a, G, log2w); break;
       case 1: conv_epilogue_tab_kernel<Tin, Tout, 1><<<grid, kThreads, tab, stream>>>(a, G, log2w); break;

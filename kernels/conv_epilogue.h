@@ -3,7 +3,7 @@
 // convolution, ToRGBLayer.forward, SynthesisBlock's `img = upsample2d(img) + y`; spec §2.3-§2.6).
 //
 // Per pixel and channel c of the conv output y (modulated input, shared weight):
-//   v = y * dd[n, c] + noise_strength * noise[n?, p] + bias[c]
+//   v = y * dcoefs[n, c] + noise_strength * noise[n?, p] + bias[c]
 //   v = clamp(lrelu(v) * gain, +-clamp)                         (bias_act; see common.cuh)
 //   v = v + residual[n, p, c]                                   (resnet: the skip branch)
 //   out[n, p, c] = v * out_scale[n, c]      (the next conv's input styles; its dtype)
@@ -27,8 +27,8 @@ struct EpilogueArgs {
   int N = 0, H = 0, W = 0, C = 0;
   DType y_dtype = DType::f32;
   const void* y = nullptr;           // [N, H, W, C] conv output, device
-  const float* dd = nullptr;         // [N, dd_stride] output coefficients (channel 0 first), or null (1)
-  int dd_stride = 0;
+  const float* dcoefs = nullptr;         // [N, dcoefs_stride] output coefficients (channel 0 first), or null (1)
+  int dcoefs_stride = 0;
   const float* noise = nullptr;      // [N or 1, H, W] fp32, or null (no noise)
   int64_t noise_stride_n = 0;        // 0: one map broadcast over the batch
   float noise_strength = 0.0f;
@@ -53,6 +53,9 @@ struct EpilogueArgs {
   float* img = nullptr;              // [N, img_channels, H, W]
   const float* filter = nullptr;     // [fsize, fsize] resample filter (sums to 1), device
   int fsize = 0;
+  // launch: the shared-table kernel where the shape allows it (false: always the general kernel,
+  // for A/B measurements); the result is the same either way
+  bool shared_tables = true;
 };
 
 void conv_epilogue(const EpilogueArgs& a, cudaStream_t stream);

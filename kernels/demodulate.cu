@@ -45,7 +45,7 @@ __global__ void dcoefs_kernel(DemodArgs a) {
   if (o >= a.total_out) return;
   const int l = a.layer_of_output[o];
   const DemodLayer L = a.layers[l];
-  const float* q = a.q + L.q_offset + static_cast<int64_t>(o - L.d_offset) * L.in_channels;
+  const float* q = a.q + L.q_offset + static_cast<int64_t>(o - L.dcoef_offset) * L.in_channels;
   float acc[kSamples];
 #pragma unroll
   for (int b = 0; b < kSamples; ++b) acc[b] = 0.0f;
@@ -69,7 +69,7 @@ __global__ void dcoefs_kernel(DemodArgs a) {
     const int n = n0 + lane;
     float d = 1.0f / sqrtf(sum + 1e-8f);
     if (L.fp16) d = d * a.smax[static_cast<int64_t>(n) * a.num_layers + l] * a.w_inv[o];
-    a.dd[static_cast<int64_t>(n) * a.total_out + o] = d;
+    a.dcoefs[static_cast<int64_t>(n) * a.total_out + o] = d;
   }
 }
 

@@ -13,8 +13,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <mutex>
-#include <vector>
 
 #include "kernels/cuda_check.h"
 #include "kernels/common.cuh"
@@ -114,7 +112,7 @@ __global__ void __launch_bounds__(kThreads, C == 32 ? 2 : 1) fused_conv_f16_kern
     const int tn = tile / tiles_per_sample;
     if (tn != staged) {  // (every warp is past the previous tile's epilogue: the barrier ending it)
       for (int i = tid; i < C; i += kThreads) {
-        sd[i] = e.dd ? e.dd[size_t(tn) * e.dd_stride + i] : 1.0f;
+        sd[i] = e.dcoefs ? e.dcoefs[size_t(tn) * e.dcoefs_stride + i] : 1.0f;
         sb[i] = e.bias ? e.bias[i] : 0.0f;
         so[i] = e.out_scale ? e.out_scale[size_t(tn) * e.out_scale_stride + i] : 1.0f;
 #pragma unroll
@@ -158,7 +156,7 @@ __global__ void __launch_bounds__(kThreads, C == 32 ? 2 : 1) fused_conv_f16_kern
 
     // epilogue: acc[i][j]: pixels g (elements 0, 1) and g + 8 (2, 3) of row 2 warp + i,
     // channels 8 j + 2 t4 + {0, 1}; per element the same operations in the same order as
-    // conv_epilogue (tables of 1 and 0 where dd, bias or out_scale are absent); the ToRGB sum over
+    // conv_epilogue (tables of 1 and 0 where dcoefs, bias or out_scale are absent); the ToRGB sum over
     // channels runs in another order (per lane, then over the 4 lanes of the pixel)
     int n, ty0, tx0;
     tile_origin(tile, n, ty0, tx0);
@@ -259,34 +257,29 @@ void launch_c(const void* x, const void* w, const EpilogueArgs& e, cudaStream_t 
   }
 }
 
-/// The current device's opt-in shared memory per block (cached per device).
-int device_smem_optin() {
-  static std::mutex mu;
-  static std::vector<int> known;  // per device; -1 unknown
-  int dev = 0;
-  SG2_CUDA_CHECK(cudaGetDevice(&dev));
-  std::lock_guard<std::mutex> lock(mu);
-  if (size_t(dev) >= known.size()) known.resize(size_t(dev) + 1, -1);
-  if (known[size_t(dev)] < 0)
-    SG2_CUDA_CHECK(cudaDeviceGetAttribute(&known[size_t(dev)], cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  return known[size_t(dev)];
-}
-
 }  // namespace
 
-bool fused_conv_f16_supports(const EpilogueArgs& e) {
-  const int64_t HW = int64_t(e.H) * e.W;
+size_t fused_conv_f16_smem_bytes(int channels) {
+  return channels == 32 ? FusedCfg<32>::kSmem : channels == 64 ? FusedCfg<64>::kSmem : 0;
+}
+
+bool fused_conv_f16_shape_ok(int C, int H, int W, int img_channels, size_t smem_per_block) {
   // 64 channels take 174 KiB of shared memory per block: sm_90 (227 KiB), not sm_80 (163) or sm_86/89 (99)
-  const size_t smem = e.C == 32 ? FusedCfg<32>::kSmem : FusedCfg<64>::kSmem;
-  return (e.C == 32 || e.C == 64) && smem <= size_t(device_smem_optin()) && e.N > 0 && e.H >= kT && e.W >= kT &&
-         e.H % kT == 0 && e.W % kT == 0 && HW * e.C < (int64_t(1) << 31) && int64_t(e.N) * (HW / (kT * kT)) < (int64_t(1) << 31) &&
-         e.residual == nullptr && e.out_dtype == DType::f16 && e.img_channels >= 0 && e.img_channels <= kMaxRgb &&
+  const size_t smem = fused_conv_f16_smem_bytes(C);
+  return smem > 0 && smem <= smem_per_block && H >= kT && W >= kT && H % kT == 0 && W % kT == 0 &&
+         int64_t(H) * W * C < (int64_t(1) << 31) && img_channels >= 0 && img_channels <= kMaxRgb;
+}
+
+bool fused_conv_f16_supports(const EpilogueArgs& e, size_t smem_per_block) {
+  const int64_t HW = int64_t(e.H) * e.W;
+  return fused_conv_f16_shape_ok(e.C, e.H, e.W, e.img_channels, smem_per_block) && e.N > 0 &&
+         int64_t(e.N) * (HW / (kT * kT)) < (int64_t(1) << 31) && e.residual == nullptr && e.out_dtype == DType::f16 &&
          (e.img_channels == 0 || (e.rgb_weight && e.rgb_styles && e.rgb_bias && e.img)) &&
          (!e.img_prev || (e.filter && e.fsize >= 1)) && aligned16(e.out) && aligned16(e.raw);
 }
 
-void fused_conv_f16(const void* x, const void* w, const EpilogueArgs& e, cudaStream_t stream) {
-  if (!fused_conv_f16_supports(e) || !x || !w || !aligned16(x) || !aligned16(w))
+void fused_conv_f16(const void* x, const void* w, const EpilogueArgs& e, size_t smem_per_block, cudaStream_t stream) {
+  if (!fused_conv_f16_supports(e, smem_per_block) || !x || !w || !aligned16(x) || !aligned16(w))
     fail(ErrorKind::internal, "fused_conv_f16: unsupported arguments");
   if (e.C == 32) launch_c<32>(x, w, e, stream);
   else launch_c<64>(x, w, e, stream);

@@ -18,13 +18,18 @@
 
 namespace sg2::cuda {
 
+/// Dynamic shared memory of one block for `channels` (32: 74 KiB, 64: 174 KiB; 0 for other counts).
+size_t fused_conv_f16_smem_bytes(int channels);
+/// The shape alone: C in {32, 64}, H and W multiples of 16, img_channels <= 4, and the block's
+/// shared memory within `smem_per_block`.
+bool fused_conv_f16_shape_ok(int C, int H, int W, int img_channels, size_t smem_per_block);
 /// The epilogue arguments `e` as for conv_epilogue with e.y unused; x [N, H, W, C] fp16 (the
 /// modulated input), w [C, 3, 3, C] fp16 (output channel, tap, input channel).
-/// Supported: fused_conv_f16_supports(e) — C in {32, 64}, H and W multiples of 16, no residual,
-/// fp16 out/raw, img_channels <= 4, 16-byte aligned tensors, and the block's shared memory allowed
-/// on the current device (queries it; call outside stream capture the first time).
-bool fused_conv_f16_supports(const EpilogueArgs& e);
-/// Throws Error(internal) when !fused_conv_f16_supports(e).
-void fused_conv_f16(const void* x, const void* w, const EpilogueArgs& e, cudaStream_t stream);
+/// Supported: fused_conv_f16_supports(e, smem_per_block) — C in {32, 64}, H and W multiples of
+/// 16, no residual, fp16 out/raw, img_channels <= 4, 16-byte aligned tensors, and the block's
+/// shared memory within `smem_per_block` (the device's cudaDevAttrMaxSharedMemoryPerBlockOptin).
+bool fused_conv_f16_supports(const EpilogueArgs& e, size_t smem_per_block);
+/// Throws Error(internal) when !fused_conv_f16_supports(e, smem_per_block).
+void fused_conv_f16(const void* x, const void* w, const EpilogueArgs& e, size_t smem_per_block, cudaStream_t stream);
 
 }  // namespace sg2::cuda

@@ -45,7 +45,7 @@ struct PairTables {
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
       if (e == 1 && !pair) break;
-      if (a.dd) d[e] = a.dd[size_t(n) * a.dd_stride + c + e];
+      if (a.dcoefs) d[e] = a.dcoefs[size_t(n) * a.dcoefs_stride + c + e];
       if (a.bias) b[e] = a.bias[c + e];
       if (a.out_scale) os[e] = a.out_scale[size_t(n) * a.out_scale_stride + c + e];
     }
@@ -301,7 +301,7 @@ template <typename Tin, typename Tout>
 void launch(const UpEpilogueArgs& a, cudaStream_t stream) {
   const int cblocks = (a.C + kCB - 1) / kCB;
   const bool vec = a.C % 8 == 0 && (reinterpret_cast<uintptr_t>(a.t) & 15u) == 0;
-  if (vec && a.fsize == 4 && a.filter1d && a.W % 2 == 0 && std::getenv("SG2_UPCONV_2D") == nullptr) {
+  if (vec && a.fsize == 4 && a.filter1d && a.W % 2 == 0) {
     const dim3 grid((a.W + kSTX - 1) / kSTX, (a.H + kSTY - 1) / kSTY, a.N * cblocks);
     const size_t smem = size_t(kSTY + 3) * (kSTX + 3) * kCB * sizeof(float);
     auto* k = upconv_epilogue_sep_kernel<Tin, Tout>;

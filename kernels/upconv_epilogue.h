@@ -8,9 +8,9 @@
 // (y, x) and channel c:
 //   u = sum_{i,j} t[y + i - pad0, x + j - pad0, c] * g[i, j]   (zero outside t),
 //       g[i, j] = filter[f-1-i, f-1-j] * 4  (the FIR convolves; gain up^2 = 4)
-//   v = clamp(lrelu(u * dd[n, c] + noise_strength * noise[n?, y, x] + bias[c]) * gain, +-clamp)
+//   v = clamp(lrelu(u * dcoefs[n, c] + noise_strength * noise[n?, y, x] + bias[c]) * gain, +-clamp)
 //   out[n, y, x, c] = v * out_scale[n, c];  raw = v (optional)
-// The FIR commutes with the per-channel demodulation, so applying dd after it is exact.
+// The FIR commutes with the per-channel demodulation, so applying dcoefs after it is exact.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -30,8 +30,8 @@ struct UpEpilogueArgs {
   const float* filter = nullptr;     // [fsize, fsize] resample filter (sums to 1), device
   int fsize = 0;                     // 2..8
   const float* filter1d = nullptr;   // [fsize] 1-D taps, filter = outer(filter1d, filter1d) (separable), or null
-  const float* dd = nullptr;         // [N, dd_stride], or null (1)
-  int dd_stride = 0;
+  const float* dcoefs = nullptr;         // [N, dcoefs_stride], or null (1)
+  int dcoefs_stride = 0;
   const float* noise = nullptr;      // [N or 1, H, W] fp32, or null
   int64_t noise_stride_n = 0;
   float noise_strength = 0.0f;

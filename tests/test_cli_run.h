@@ -95,7 +95,7 @@ inline std::string describe(const CliResult& r) {
 
 /// Small random generators saved as model files (fast on the CPU backend).
 inline ModelConfig tiny_config(int c_dim = 0, int channels = 3) {
-  return make_config(16, 128, 16, 8, 8, c_dim, channels, 2, "skip", 256.0f, 2);
+  return make_config(16, 128, 16, 8, 8, c_dim, channels, 2, Architecture::skip, 256.0f, 2);
 }
 inline std::string write_tiny_model(const std::string& dir, int c_dim = 0, int channels = 3,
                                     const std::string& name = "tiny.safetensors") {

@@ -83,7 +83,7 @@ TEST(ConvertTf, TfAdaPickleMatchesTheOfficialConverter) {
   EXPECT_EQ(r.model.provenance.source_family, "stylegan2-ada-tf");
   EXPECT_EQ(r.report.generator, "Gs");
   const ModelConfig& c = r.model.config;
-  EXPECT_EQ(c.synthesis.architecture, "resnet");
+  EXPECT_EQ(c.synthesis.architecture, Architecture::resnet);
   EXPECT_EQ(c.c_dim, 3);
   EXPECT_EQ(c.z_dim, 12);
   EXPECT_EQ(c.w_dim, 16);
@@ -100,7 +100,7 @@ TEST(ConvertTf, OriginalTfPickleMatchesTheOfficialConverter) {
   ConvertResult r = convert_checkpoint_report(ck("tf_orig16_gray.pkl"));
   Model official = convert_checkpoint(ck("tf_orig16_gray_official.pkl"));
   EXPECT_EQ(r.report.family, "stylegan2-tf");
-  EXPECT_EQ(r.model.config.synthesis.architecture, "orig");
+  EXPECT_EQ(r.model.config.synthesis.architecture, Architecture::orig);
   EXPECT_EQ(r.model.config.img_channels, 1);
   EXPECT_FALSE(r.model.config.synthesis.conv_clamp.has_value());
   EXPECT_TRUE(r.model.config.synthesis.fp16_resolutions.empty());
@@ -113,7 +113,7 @@ TEST(ConvertTf, OriginalTfPickleMatchesTheOfficialConverter) {
 // the same weights stored contiguously in float32.
 TEST(ConvertAda, StorageVariantsGiveTheSameWeights) {
   Model base = convert_checkpoint(ck("ada_base16.pkl"));
-  EXPECT_EQ(base.config.synthesis.architecture, "resnet");
+  EXPECT_EQ(base.config.synthesis.architecture, Architecture::resnet);
   EXPECT_EQ(base.config.c_dim, 3);
   expect_official_golden(base, "ada_base16");
 

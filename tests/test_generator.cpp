@@ -15,7 +15,7 @@ using namespace sg2;
 namespace {
 
 Model small_model(const std::string& arch = "skip", int c_dim = 0, int channels = 3) {
-  return make_random_model(make_config(16, 128, 16, 8, 8, c_dim, channels, 2, arch, 256.0f, 2), 11);
+  return make_random_model(make_config(16, 128, 16, 8, 8, c_dim, channels, 2, test::architecture(arch), 256.0f, 2), 11);
 }
 
 GeneratorOptions cpu(int max_batch = 0) {

@@ -19,7 +19,7 @@ using json = nlohmann::json;
 namespace {
 
 ModelConfig small_config(const std::string& arch = "skip", int c_dim = 0) {
-  return make_config(16, 256, 32, 8, 12, c_dim, 3, 2, arch, 256.0f, 2);
+  return make_config(16, 256, 32, 8, 12, c_dim, 3, 2, test::architecture(arch), 256.0f, 2);
 }
 
 std::string error_of(const std::function<void()>& f) {

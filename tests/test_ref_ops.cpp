@@ -108,7 +108,7 @@ TEST(RefOps, BiasActEveryActivationAndOrder) {
   Tensor x = randn({3, 5, 2, 3}, 1, 2.0f);
   Tensor b = randn({5}, 2);
   for (const char* nm : names) {
-    Activation act = parse_activation(nm);
+    ref::Activation act = ref::parse_activation(nm);
     for (float clamp : {-1.0f, 0.5f}) {
       Tensor y = bias_act(x, &b, 1, act, {}, 1.7f, clamp >= 0 ? std::optional<float>(clamp) : std::nullopt);
       for (int64_t i = 0; i < x.numel(); ++i) {
@@ -130,18 +130,18 @@ TEST(RefOps, BiasActEveryActivationAndOrder) {
       }
     }
   }
-  EXPECT_FLOAT_EQ(default_gain(Activation::lrelu), std::sqrt(2.0f));
-  EXPECT_FLOAT_EQ(default_alpha(Activation::lrelu), 0.2f);
+  EXPECT_FLOAT_EQ(default_gain(ref::Activation::lrelu), std::sqrt(2.0f));
+  EXPECT_FLOAT_EQ(default_alpha(ref::Activation::lrelu), 0.2f);
   // Defaults: lrelu with alpha 0.2, gain sqrt(2); dim selects the broadcast axis.
   Tensor f = randn({4, 3}, 3);
   Tensor fb = randn({3}, 4);
-  Tensor g = bias_act(f, &fb, 1, Activation::lrelu);
+  Tensor g = bias_act(f, &fb, 1, ref::Activation::lrelu);
   for (int64_t i = 0; i < 12; ++i) {
     float v = f[i] + fb[i % 3];
     EXPECT_FLOAT_EQ(g[i], (v > 0 ? v : 0.2f * v) * std::sqrt(2.0f));
   }
-  EXPECT_THROW(bias_act(f, &fb, 0, Activation::linear), Error);
-  EXPECT_THROW(parse_activation("gelu"), Error);
+  EXPECT_THROW(bias_act(f, &fb, 0, ref::Activation::linear), Error);
+  EXPECT_THROW(ref::parse_activation("gelu"), Error);
 }
 
 TEST(RefOps, Upfirdn2dMatchesDefinitionOnOddShapes) {
@@ -228,7 +228,7 @@ TEST(RefOps, FullyConnectedAndNormalize) {
   Tensor w = randn({5, 7}, 61, 100.0f);
   Tensor b = randn({5}, 62);
   const float wg = static_cast<float>(0.01 / std::sqrt(7.0));
-  Tensor y = fully_connected(x, w, &b, wg, 0.01f, Activation::lrelu);
+  Tensor y = fully_connected(x, w, &b, wg, 0.01f, ref::Activation::lrelu);
   for (int n = 0; n < 3; ++n)
     for (int o = 0; o < 5; ++o) {
       double acc = 0;
@@ -251,7 +251,7 @@ TEST(RefOps, PlanFollowsOfficialWsIndexing) {
     ModelConfig c;
     c.img_resolution = 64;
     c.num_ws = 10;
-    c.synthesis.architecture = arch;
+    c.synthesis.architecture = test::architecture(arch);
     c.mapping.layer_features = 512;
     for (int r = 4; r <= 64; r *= 2) c.synthesis.channels[r] = 16;
     SynthesisPlan p = make_synthesis_plan(c);

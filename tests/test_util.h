@@ -3,12 +3,21 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 
 #include "sg2/image.h"
+#include "sg2/model.h"
 #include "sg2/tensor.h"
 
 namespace sg2::test {
+
+/// The Architecture an official name stands for ("skip", "orig", "resnet"); throws otherwise.
+inline Architecture architecture(const std::string& name) {
+  Architecture a = Architecture::skip;
+  if (!parse_architecture(name, &a)) throw std::invalid_argument("unknown architecture " + name);
+  return a;
+}
 
 /// Absolute path of a file in the source tree ("tests/data/fixtures/tiny32/z_s0.npy").
 std::string source_path(const std::string& rel);

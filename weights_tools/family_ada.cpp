@@ -169,9 +169,8 @@ void AdaConverter::derive_mapping(ModelConfig& cfg, Conversion& out) {
       fail(ErrorKind::unsupported, what_, ": unsupported: mapping layers with different lr_multipliers (", *lr, ", ", *li, ")");
     lr = li;
     auto act = pickle::as_str(get(m, "activation"));
-    if (act && *act != "lrelu" && *act != "linear" && *act != "relu")
+    if (act && !parse_activation(std::string(*act), &cfg.mapping.activation))
       fail(ErrorKind::unsupported, what_, ": unsupported: mapping activation '", pickle::printable(*act), "'");
-    if (act) cfg.mapping.activation = std::string(*act);
   }
   if (!lr) {
     lr = as_number(init_kw("mapping_kwargs", "lr_multiplier"), ck_.doc, what_);
@@ -216,12 +215,17 @@ void AdaConverter::derive_synthesis(ModelConfig& cfg, Conversion& out) {
   if (!has_module(last + ".torgb")) fail(ErrorKind::unsupported, what_, ": unsupported: the last block has no torgb layer");
   cfg.img_channels = static_cast<int>(dim(last + ".torgb.weight", 4, 0));
   expect_attr("", "img_channels", cfg.img_channels);
-  const std::string inferred = all_torgb && blocks.size() > 1 ? "skip" : any_skip ? "resnet" : all_torgb ? "skip" : "orig";
+  const Architecture inferred = all_torgb && blocks.size() > 1 ? Architecture::skip
+                                : any_skip                      ? Architecture::resnet
+                                : all_torgb                     ? Architecture::skip
+                                                                : Architecture::orig;
   auto arch = pickle::as_str(get("synthesis.b4", "architecture"));
-  cfg.synthesis.architecture = arch ? std::string(*arch) : inferred;
-  if (arch && *arch != inferred && !(blocks.size() == 1))
+  cfg.synthesis.architecture = inferred;
+  if (arch && !parse_architecture(std::string(*arch), &cfg.synthesis.architecture))
+    fail(ErrorKind::unsupported, what_, ": unsupported: the blocks say architecture '", pickle::printable(*arch), "'");
+  if (arch && cfg.synthesis.architecture != inferred && !(blocks.size() == 1))
     fail(ErrorKind::unsupported, what_, ": unsupported: the blocks say architecture '", pickle::printable(*arch), "' but their layers form '",
-         inferred, "'");
+         to_string(inferred), "'");
   // Per-layer attributes: conv_clamp, use_noise, activation.
   std::optional<std::optional<double>> clamp;
   bool clamp_attr = false;

@@ -101,7 +101,7 @@ Conversion RosinalityConverter::run(const Node* top, const Node* g_ema) {
   if (n_noise != 0 && n_noise != cfg.num_ws - 1)
     fail(ErrorKind::bad_file, what_, ": ", n_noise, " noise buffers for ", n_convs, " convs layers (expected ", cfg.num_ws - 1, ")");
   cfg.synthesis.use_noise = true;
-  cfg.synthesis.architecture = "skip";
+  cfg.synthesis.architecture = Architecture::skip;
   auto c1 = shape("conv1.conv.weight");
   if (c1.size() != 5 || c1[0] != 1) fail(ErrorKind::bad_file, what_, ": conv1.conv.weight has shape ", shape_to_string(c1));
   cfg.synthesis.channels[4] = static_cast<int>(c1[1]);

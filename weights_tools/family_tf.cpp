@@ -168,7 +168,11 @@ Conversion TfConverter::run(const Node* gs) {
   cfg.mapping.layer_features = L > 1 ? static_cast<int>(d0[1]) : cfg.w_dim;
   cfg.mapping.lr_multiplier = static_cast<float>(kw_num("mapping_lrmul").value_or(0.01));
   if (!kwarg("mapping_lrmul")) out.notes.push_back("mapping_lrmul not in static_kwargs: TensorFlow default 0.01");
-  cfg.mapping.activation = kw_str("mapping_nonlinearity", "lrelu");
+  {
+    const std::string nl = kw_str("mapping_nonlinearity", "lrelu");
+    if (!parse_activation(nl, &cfg.mapping.activation))
+      fail(ErrorKind::unsupported, what_, ": unsupported: mapping nonlinearity '", pickle::printable(nl), "'");
+  }
   if (auto nl = pickle::as_bool(kwarg("normalize_latents")); nl && !*nl)
     fail(ErrorKind::unsupported, what_, ": unsupported: normalize_latents=False");
   if (kw_str("nonlinearity", "lrelu") != "lrelu") fail(ErrorKind::unsupported, what_, ": unsupported: synthesis nonlinearity");
@@ -192,12 +196,13 @@ Conversion TfConverter::run(const Node* gs) {
   auto rgb = shape(block(R) + "ToRGB/weight");
   if (rgb.size() != 4) fail(ErrorKind::bad_file, what_, ": ", block(R), "ToRGB/weight is not 4-d");
   cfg.img_channels = static_cast<int>(rgb[3]);
-  const std::string inferred = all_torgb ? "skip" : any_skip ? "resnet" : "orig";
+  const Architecture inferred = all_torgb ? Architecture::skip : any_skip ? Architecture::resnet : Architecture::orig;
   // The kwarg when given (TF's default is 'skip'), else what the variables form.
-  cfg.synthesis.architecture = kw_str("architecture", inferred.c_str());
-  if (cfg.synthesis.architecture != inferred && R > 4)
-    fail(ErrorKind::unsupported, what_, ": unsupported: architecture kwarg '", pickle::printable(cfg.synthesis.architecture),
-         "' but the variables form '", inferred, "'");
+  const std::string arch = kw_str("architecture", to_string(inferred));
+  const bool known = parse_architecture(arch, &cfg.synthesis.architecture);
+  if (!known || (cfg.synthesis.architecture != inferred && R > 4))
+    fail(ErrorKind::unsupported, what_, ": unsupported: architecture kwarg '", pickle::printable(arch),
+         "' but the variables form '", to_string(inferred), "'");
   if (auto c = kw_num("conv_clamp")) cfg.synthesis.conv_clamp = static_cast<float>(*c);
   cfg.synthesis.fp16_resolutions = fp16_resolutions(R, whole_number(kw_num("num_fp16_res").value_or(0), what_, "num_fp16_res"));
   cfg.synthesis.use_noise = has("synthesis/noise0");
@@ -252,7 +257,7 @@ Conversion TfConverter::run(const Node* gs) {
       T[pt + "noise_const"] = read("synthesis/noise" + std::to_string(noise), {1, 1, res, res}).reshaped({res, res});
     }
   };
-  const bool skip = cfg.synthesis.architecture == "skip";
+  const bool skip = cfg.synthesis.architecture == Architecture::skip;
   for (int r = 4; r <= R; r *= 2) {
     const std::string tb = block(r), pb = "synthesis.b" + std::to_string(r) + ".";
     const int64_t C = cfg.synthesis.channels[r], Cin = r == 4 ? C : cfg.synthesis.channels[r / 2];
@@ -262,7 +267,7 @@ Conversion TfConverter::run(const Node* gs) {
     } else {
       layer(tb + "Conv0_up/", pb + "conv0.", Cin, C, 3, true, 2 * k - 5, r);
       layer(tb + "Conv1/", pb + "conv1.", C, C, 3, false, 2 * k - 4, r);
-      if (cfg.synthesis.architecture == "resnet") T[pb + "skip.weight"] = conv_from_tf(read(tb + "Skip/weight", {1, 1, Cin, C}), true);
+      if (cfg.synthesis.architecture == Architecture::resnet) T[pb + "skip.weight"] = conv_from_tf(read(tb + "Skip/weight", {1, 1, Cin, C}), true);
     }
     if (skip || r == R) layer(tb + "ToRGB/", pb + "torgb.", C, cfg.img_channels, 1, false, -1, r);
   }

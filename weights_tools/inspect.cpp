@@ -100,7 +100,7 @@ std::string inspect_to_json(const InspectReport& r, int indent) {
       {"img_channels", c.img_channels},
       {"mapping_layers", c.mapping.num_layers},
       {"mapping_lr_multiplier", shortest(c.mapping.lr_multiplier)},
-      {"architecture", c.synthesis.architecture},
+      {"architecture", to_string(c.synthesis.architecture)},
       {"channels", channels},
       {"fp16_resolutions", c.synthesis.fp16_resolutions},
       {"conv_clamp", c.synthesis.conv_clamp ? json(shortest(*c.synthesis.conv_clamp)) : json(nullptr)},
@@ -135,8 +135,8 @@ std::string inspect_to_text(const InspectReport& r) {
   row("c_dim", c.c_dim > 0 ? std::to_string(c.c_dim) + " (conditional, embed " + std::to_string(c.mapping.embed_features) + ")"
                            : std::string("0 (unconditional)"));
   row("mapping", std::to_string(c.mapping.num_layers) + " layers, width " + std::to_string(c.mapping.layer_features) +
-                     ", lr_multiplier " + fmt_float(c.mapping.lr_multiplier) + ", " + c.mapping.activation);
-  row("architecture", c.synthesis.architecture);
+                     ", lr_multiplier " + fmt_float(c.mapping.lr_multiplier) + ", " + to_string(c.mapping.activation));
+  row("architecture", to_string(c.synthesis.architecture));
   std::string ch;
   for (const auto& [res, n] : c.synthesis.channels) ch += (ch.empty() ? "" : ", ") + std::to_string(res) + ":" + std::to_string(n);
   row("channels", ch);

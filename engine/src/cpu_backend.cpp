@@ -44,7 +44,11 @@ class CpuBackend final : public Backend {
       fail(ErrorKind::invalid_argument, "the CPU backend computes in float32 only; precision '", to_string(precision),
            "' needs the CUDA backend. HINT: use precision fp32 or auto on the CPU (CLI: --precision fp32)");
     plan_ = make_synthesis_plan(cfg_);
-    act_ = ref::parse_activation(cfg_.mapping.activation);
+    switch (cfg_.mapping.activation) {
+      case sg2::Activation::linear: act_ = Activation::linear; break;
+      case sg2::Activation::relu: act_ = Activation::relu; break;
+      case sg2::Activation::lrelu: act_ = Activation::lrelu; break;
+    }
   }
 
   std::string name() const override { return "cpu"; }

@@ -13,6 +13,42 @@ namespace sg2 {
 
 using json = nlohmann::json;
 
+const char* to_string(Activation a) {
+  switch (a) {
+    case Activation::linear: return "linear";
+    case Activation::relu: return "relu";
+    case Activation::lrelu: return "lrelu";
+  }
+  return "?";
+}
+
+const char* to_string(Architecture a) {
+  switch (a) {
+    case Architecture::orig: return "orig";
+    case Architecture::skip: return "skip";
+    case Architecture::resnet: return "resnet";
+  }
+  return "?";
+}
+
+bool parse_activation(const std::string& name, Activation* out) {
+  for (Activation a : {Activation::linear, Activation::relu, Activation::lrelu})
+    if (name == to_string(a)) {
+      *out = a;
+      return true;
+    }
+  return false;
+}
+
+bool parse_architecture(const std::string& name, Architecture* out) {
+  for (Architecture a : {Architecture::orig, Architecture::skip, Architecture::resnet})
+    if (name == to_string(a)) {
+      *out = a;
+      return true;
+    }
+  return false;
+}
+
 const char* version() { return "0.1.0"; }
 
 std::vector<int> ModelConfig::block_resolutions() const {
@@ -45,10 +81,6 @@ void ModelConfig::validate() const {
     bad("mapping.embed_features ", mapping.embed_features, " for c_dim ", c_dim);
   if (mapping.num_layers > 1 && (mapping.layer_features <= 0 || mapping.layer_features > 65536))
     bad("mapping.layer_features ", mapping.layer_features);
-  if (mapping.activation != "lrelu" && mapping.activation != "linear" && mapping.activation != "relu")
-    bad("unsupported mapping activation '", mapping.activation, "'");
-  const auto& a = synthesis.architecture;
-  if (a != "skip" && a != "orig" && a != "resnet") bad("unknown architecture '", a, "'");
   for (int r : block_resolutions()) {
     auto it = synthesis.channels.find(r);
     if (it == synthesis.channels.end()) bad("no channel count for resolution ", r);
@@ -90,8 +122,8 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> expected_tensors(const
   }
   t.push_back({"mapping.w_avg", {cfg.w_dim}});
   const auto blocks = cfg.block_resolutions();
-  const bool skip = cfg.synthesis.architecture == "skip";
-  const bool resnet = cfg.synthesis.architecture == "resnet";
+  const bool skip = cfg.synthesis.architecture == Architecture::skip;
+  const bool resnet = cfg.synthesis.architecture == Architecture::resnet;
   for (int r : blocks) {
     const std::string b = "synthesis.b" + std::to_string(r) + ".";
     const int64_t C = cfg.channels_at(r);
@@ -210,9 +242,9 @@ std::string config_to_json(const ModelConfig& c, int indent) {
         {"lr_multiplier", short_decimal(c.mapping.lr_multiplier)},
         {"embed_features", c.mapping.embed_features},
         {"layer_features", c.mapping.layer_features},
-        {"activation", c.mapping.activation}}},
+        {"activation", to_string(c.mapping.activation)}}},
       {"synthesis",
-       {{"architecture", c.synthesis.architecture},
+       {{"architecture", to_string(c.synthesis.architecture)},
         {"channels", channels},
         {"conv_clamp", c.synthesis.conv_clamp ? json(short_decimal(*c.synthesis.conv_clamp)) : json(nullptr)},
         {"fp16_resolutions", c.synthesis.fp16_resolutions},
@@ -260,9 +292,13 @@ ModelConfig config_from_json(const std::string& text, const std::string& what) {
   c.mapping.lr_multiplier = get_field<float>(m, "lr_multiplier", what, "mapping.");
   c.mapping.embed_features = get_field<int>(m, "embed_features", what, "mapping.");
   c.mapping.layer_features = get_field<int>(m, "layer_features", what, "mapping.");
-  c.mapping.activation = get_field<std::string>(m, "activation", what, "mapping.");
+  const std::string activation = get_field<std::string>(m, "activation", what, "mapping.");
+  if (!parse_activation(activation, &c.mapping.activation))
+    fail(ErrorKind::bad_file, what, ": model config: unsupported mapping activation '", activation, "'");
   const json s = get_field<json>(j, "synthesis", what, "");
-  c.synthesis.architecture = get_field<std::string>(s, "architecture", what, "synthesis.");
+  const std::string architecture = get_field<std::string>(s, "architecture", what, "synthesis.");
+  if (!parse_architecture(architecture, &c.synthesis.architecture))
+    fail(ErrorKind::bad_file, what, ": model config: unknown architecture '", architecture, "'");
   const json ch = get_field<json>(s, "channels", what, "synthesis.");
   if (!ch.is_object()) fail(ErrorKind::bad_file, what, ": synthesis.channels is not an object");
   for (auto it = ch.begin(); it != ch.end(); ++it) {

@@ -34,8 +34,8 @@ SynthesisPlan make_synthesis_plan(const ModelConfig& cfg) {
     for (float t : cfg.synthesis.resample_filter) s1 += t;
     for (float t : cfg.synthesis.resample_filter) plan.filter1d.push_back(static_cast<float>(t / s1));
   }
-  const bool skip_arch = plan.architecture == "skip";
-  const bool resnet = plan.architecture == "resnet";
+  const bool skip_arch = plan.architecture == Architecture::skip;
+  const bool resnet = plan.architecture == Architecture::resnet;
   const float sqrt_half = static_cast<float>(std::sqrt(0.5));
   int w_idx = 0;
   int noise_idx = 0;

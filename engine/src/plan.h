@@ -43,7 +43,7 @@ struct BlockPlan {
 };
 
 struct SynthesisPlan {
-  std::string architecture;
+  Architecture architecture = Architecture::skip;
   std::vector<BlockPlan> blocks;
   std::vector<float> filter;  ///< [fh * fw] 2-D resample filter, normalised to sum 1, row-major
   int filter_size = 4;        ///< fh = fw

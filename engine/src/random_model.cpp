@@ -8,7 +8,7 @@
 namespace sg2 {
 
 ModelConfig make_config(int res, int channel_base, int channel_max, int z_dim, int w_dim, int c_dim, int img_channels,
-                        int mapping_layers, const std::string& architecture, std::optional<float> conv_clamp,
+                        int mapping_layers, Architecture architecture, std::optional<float> conv_clamp,
                         int num_fp16_res) {
   ModelConfig c;
   c.z_dim = z_dim;
@@ -34,9 +34,9 @@ ModelConfig make_config(int res, int channel_base, int channel_max, int z_dim, i
 }
 
 ModelConfig named_config(const std::string& name) {
-  if (name == "ffhq1024-f") return make_config(1024, 32768, 512, 512, 512, 0, 3, 8, "skip", 256.0f, 4);
-  if (name == "paper512") return make_config(512, 32768, 512, 512, 512, 0, 3, 8, "skip", 256.0f, 4);
-  if (name == "paper256") return make_config(256, 16384, 512, 512, 512, 0, 3, 8, "skip", 256.0f, 4);
+  if (name == "ffhq1024-f") return make_config(1024, 32768, 512, 512, 512, 0, 3, 8, Architecture::skip, 256.0f, 4);
+  if (name == "paper512") return make_config(512, 32768, 512, 512, 512, 0, 3, 8, Architecture::skip, 256.0f, 4);
+  if (name == "paper256") return make_config(256, 16384, 512, 512, 512, 0, 3, 8, Architecture::skip, 256.0f, 4);
   fail(ErrorKind::invalid_argument, "unknown config '", name, "' (expected ffhq1024-f, paper512 or paper256)");
 }
 

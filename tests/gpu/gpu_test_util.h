@@ -12,7 +12,12 @@
 #include <string>
 #include <vector>
 
+#include <algorithm>
+
+#include "cuda/conv.h"
 #include "cuda/cuda_raii.h"
+#include "cuda/device_caps.h"
+#include "cuda/tuning.h"
 #include "kernels/dtype.h"
 #include "sg2/generator.h"
 #include "sg2/tensor.h"
@@ -29,6 +34,24 @@ namespace sg2::gputest {
 
 using cuda::DeviceBuffer;
 using cuda::DType;
+
+/// The capabilities of GPU 0 (probed once per test process; the current device must be 0).
+inline const cuda::DeviceCaps& gpu_caps() {
+  static const cuda::DeviceCaps caps = cuda::DeviceCaps::probe(0);
+  return caps;
+}
+
+/// Whether the engine would run a strict-fp32 Cin -> Cout 3x3 convolution on the 3xTF32 kernel
+/// here (the selection table, engine/src/cuda/conv.h, with the environment's switches).
+inline bool tf32x3_runs_here(int cin, int cout) {
+  cuda::ConvShape s;
+  s.N = 1;
+  s.H = s.W = 16;
+  s.Cin = cin;
+  s.Cout = cout;
+  const auto c = cuda::conv_candidates(s, cuda::ConvMath::fp32_strict, gpu_caps(), cuda::CudaTuning::from_environment());
+  return std::find(c.begin(), c.end(), cuda::ConvImpl::tf32x3) != c.end();
+}
 
 /// Tensor of the shape filled with N(0, scale^2) from `seed`.
 inline Tensor randn(std::vector<int64_t> shape, uint32_t seed, float scale = 1.0f) {

@@ -11,7 +11,7 @@
 #include <optional>
 
 #include "backend.h"
-#include "cuda/cudnn_conv.h"
+#include "cuda/conv.h"
 #include "kernels/conv2d_tf32x3.h"
 #include "gpu_test_util.h"
 #include "sg2/bench.h"
@@ -44,7 +44,7 @@ const ModelCase kModels[] = {
 
 Model make_model(const ModelCase& m, uint64_t seed = 5) {
   return make_random_model(make_config(m.res, m.cbase, m.cmax, m.z_dim, std::max(m.z_dim, 16), m.c_dim, m.img_channels,
-                                       m.map_layers, m.arch, m.clamp, m.num_fp16_res),
+                                       m.map_layers, test::architecture(m.arch), m.clamp, m.num_fp16_res),
                            seed);
 }
 
@@ -272,7 +272,7 @@ TEST(GpuGenerator, WithoutAGpuTheErrorSuggestsCpu) {
 // that of the FMA-only path (SG2_FP32_CONV=simt), and far below plain TF32's.
 TEST(GpuGenerator, Fp32OnTensorCoresIsAsAccurateAsFma) {
   SG2_REQUIRE_GPU();
-  Model model = make_random_model(make_config(64, 16384, 512, 64, 64, 0, 3, 2, "skip", std::nullopt, 0), 21);
+  Model model = make_random_model(make_config(64, 16384, 512, 64, 64, 0, 3, 2, Architecture::skip, std::nullopt, 0), 21);
   Generator cpu(model, opts(Device::Kind::cpu));
   const Inputs in = inputs(model.config, {7, 8});
   const Tensor ws = cpu.map(in.z, in.c);
@@ -285,12 +285,12 @@ TEST(GpuGenerator, Fp32OnTensorCoresIsAsAccurateAsFma) {
   Generator tc_gen(model, opts(Device::Kind::cuda));
   const Tensor tc = tc_gen.synthesize(ws);
   // the 3xTF32 kernel must really have run (where this GPU can run it)
-  if (cuda::tf32x3_usable(512, 512)) {
+  if (tf32x3_runs_here(512, 512)) {
     const BenchResult r = bench_generate(tc_gen, 2, 0, 1, 1);
     int n_tc = 0;
     for (const std::string& d : r.conv_algorithms) n_tc += d.find("3xtf32") != std::string::npos ? 1 : 0;
     EXPECT_GE(n_tc, 8) << "the 512-channel convolutions should run on the 3xTF32 kernel";
-    if (cuda::conv2d_tf32x3_wgmma_available()) {  // Hopper: on its wgmma implementation
+    if (gpu_caps().tf32x3_wgmma) {  // Hopper: on its wgmma implementation
       int n_wg = 0;
       for (const std::string& d : r.conv_algorithms) n_wg += d.find("wgmma") != std::string::npos ? 1 : 0;
       EXPECT_EQ(n_wg, n_tc) << "on sm_90 the 3xTF32 convolutions should use wgmma";

@@ -11,7 +11,7 @@
 #include <iostream>
 
 #include "cuda/cuda_raii.h"
-#include "cuda/cudnn_conv.h"
+#include "cuda/conv.h"
 #include "gpu_test_util.h"
 #include "kernels/conv2d.h"
 #include "kernels/conv2d_simt.h"
@@ -171,7 +171,7 @@ TEST(GpuKernels, DemodulationMatchesReference) {
     cuda::DemodLayer d;
     d.s_offset = S;
     d.in_channels = l.cin;
-    d.d_offset = Dc;
+    d.dcoef_offset = Dc;
     d.out_channels = l.cout;
     d.q_offset = int64_t(q_all.size());
     d.fp16 = l.fp16;
@@ -211,9 +211,9 @@ TEST(GpuKernels, DemodulationMatchesReference) {
   a.w_inv = dwinv.as<float>();
   a.s_in = ds_in.as<float>();
   a.smax = dsmax.as<float>();
-  a.dd = ddd.as<float>();
+  a.dcoefs = ddd.as<float>();
   cuda::demodulate(a, nullptr);
-  Tensor s_in = from_device(ds_in.get(), {N, S}), smax = from_device(dsmax.get(), {N, 3}), dd = from_device(ddd.get(), {N, Dc});
+  Tensor s_in = from_device(ds_in.get(), {N, S}), smax = from_device(dsmax.get(), {N, 3}), dcoefs = from_device(ddd.get(), {N, Dc});
   for (int li = 0; li < 3; ++li) {
     const auto& d = table[size_t(li)];
     Tensor sl({N, d.in_channels});
@@ -230,8 +230,8 @@ TEST(GpuKernels, DemodulationMatchesReference) {
         ref_in[int64_t(n) * d.in_channels + i] = d.fp16 ? sl[int64_t(n) * d.in_channels + i] / mx : sl[int64_t(n) * d.in_channels + i];
       }
       for (int o = 0; o < d.out_channels; ++o) {
-        float v = dd[int64_t(n) * Dc + d.d_offset + o];
-        if (d.fp16) v = v / (mx * w_inv[size_t(d.d_offset + o)]);
+        float v = dcoefs[int64_t(n) * Dc + d.dcoef_offset + o];
+        if (d.fp16) v = v / (mx * w_inv[size_t(d.dcoef_offset + o)]);
         got[int64_t(n) * d.out_channels + o] = v;
       }
     }
@@ -252,7 +252,7 @@ struct EpiCase {
 };
 
 /// Runs one case against the reference; returns the device's out, raw and image.
-std::vector<Tensor> run_epilogue_case(const EpiCase& k, uint32_t seed) {
+std::vector<Tensor> run_epilogue_case(const EpiCase& k, uint32_t seed, bool shared_tables = true) {
   const int N = k.N, C = k.C, H = k.H, W = k.H, K = k.img_channels;
   const std::vector<float> filter = make_filter2d({1, 3, 3, 1});
   Tensor y = randn({N, C, H, W}, seed, 3.0f);
@@ -263,7 +263,7 @@ std::vector<Tensor> run_epilogue_case(const EpiCase& k, uint32_t seed) {
     cw = round_f16(randn({C, C, 3, 3}, seed + 12, 0.2f));
     y = ref::conv2d(cx, cw, 1, true);
   }
-  Tensor dd = randn({N, C}, seed + 1), bias = randn({C}, seed + 2), scale = randn({N, C}, seed + 3);
+  Tensor dcoefs = randn({N, C}, seed + 1), bias = randn({C}, seed + 2), scale = randn({N, C}, seed + 3);
   Tensor noise = randn({k.per_sample_noise ? N : 1, H, W}, seed + 4), res = randn({N, C, H, W}, seed + 5);
   Tensor rgb_w = randn({std::max(K, 1), C}, seed + 6), rgb_s = randn({N, C}, seed + 7, 0.3f), rgb_b = randn({std::max(K, 1)}, seed + 8);
   Tensor prev = randn({N, std::max(K, 1), H / 2, W / 2}, seed + 9);
@@ -274,7 +274,7 @@ std::vector<Tensor> run_epilogue_case(const EpiCase& k, uint32_t seed) {
     for (int c = 0; c < C; ++c)
       for (int p = 0; p < H * W; ++p) {
         const int64_t i = (int64_t(n) * C + c) * H * W + p;
-        float t = y[i] * dd[int64_t(n) * C + c];
+        float t = y[i] * dcoefs[int64_t(n) * C + c];
         t = t + noise[(k.per_sample_noise ? int64_t(n) * H * W : 0) + p] * strength;
         v[i] = t;
       }
@@ -299,7 +299,7 @@ std::vector<Tensor> run_epilogue_case(const EpiCase& k, uint32_t seed) {
     }
   }
   // device
-  auto d_y = to_device(to_nhwc(y), k.in), d_dd = to_device(dd), d_b = to_device(bias), d_sc = to_device(scale);
+  auto d_y = to_device(to_nhwc(y), k.in), d_dd = to_device(dcoefs), d_b = to_device(bias), d_sc = to_device(scale);
   auto d_noise = to_device(noise), d_res = to_device(to_nhwc(res)), d_rw = to_device(rgb_w), d_rs = to_device(rgb_s);
   auto d_rb = to_device(rgb_b), d_prev = to_device(prev), d_f = to_device(filter);
   const size_t count = size_t(N) * C * H * W;
@@ -311,8 +311,8 @@ std::vector<Tensor> run_epilogue_case(const EpiCase& k, uint32_t seed) {
   a.C = C;
   a.y_dtype = k.in;
   a.y = d_y.get();
-  a.dd = d_dd.as<float>();
-  a.dd_stride = C;
+  a.dcoefs = d_dd.as<float>();
+  a.dcoefs_stride = C;
   a.noise = d_noise.as<float>();
   a.noise_stride_n = k.per_sample_noise ? int64_t(H) * W : 0;
   a.noise_strength = strength;
@@ -338,6 +338,7 @@ std::vector<Tensor> run_epilogue_case(const EpiCase& k, uint32_t seed) {
     a.filter = d_f.as<float>();
     a.fsize = 4;
   }
+  a.shared_tables = shared_tables;
   if (k.fused) {
     Tensor wd({C, 3, 3, C});  // [Cout, 3, 3, Cin]
     for (int o = 0; o < C; ++o)
@@ -345,8 +346,8 @@ std::vector<Tensor> run_epilogue_case(const EpiCase& k, uint32_t seed) {
         for (int t = 0; t < 9; ++t) wd[(int64_t(o) * 9 + t) * C + i] = cw[(int64_t(o) * C + i) * 9 + t];
     auto d_x = to_device(to_nhwc(cx), DType::f16), d_w = to_device(wd, DType::f16);
     a.y = nullptr;
-    EXPECT_TRUE(cuda::fused_conv_f16_supports(a));
-    cuda::fused_conv_f16(d_x.get(), d_w.get(), a, nullptr);
+    EXPECT_TRUE(cuda::fused_conv_f16_supports(a, gpu_caps().smem_per_block_optin));
+    cuda::fused_conv_f16(d_x.get(), d_w.get(), a, gpu_caps().smem_per_block_optin, nullptr);
     SG2_CUDA_CHECK(cudaDeviceSynchronize());
   } else {
     cuda::conv_epilogue(a, nullptr);
@@ -403,7 +404,7 @@ TEST(GpuKernels, FusedConvF16MatchesReference) {
 }
 
 // The shared-table kernel (one chunk per lane, <= 4 image channels) and the general kernel give
-// the same bits (SG2_EPILOGUE_GENERAL=1 forces the general one).
+// the same bits (EpilogueArgs::shared_tables = false forces the general one).
 TEST(GpuKernels, ConvEpilogueKernelsAgreeBitForBit) {
   SG2_REQUIRE_GPU();
   const EpiCase cases[] = {{3, 32, 16, 3, DType::f16, DType::f16, true, false, true, true},
@@ -414,9 +415,7 @@ TEST(GpuKernels, ConvEpilogueKernelsAgreeBitForBit) {
   uint32_t seed = 900;
   for (const EpiCase& k : cases) {
     const auto tab = run_epilogue_case(k, seed);
-    ASSERT_EQ(setenv("SG2_EPILOGUE_GENERAL", "1", 1), 0);
-    const auto general = run_epilogue_case(k, seed);
-    unsetenv("SG2_EPILOGUE_GENERAL");
+    const auto general = run_epilogue_case(k, seed, /*shared_tables=*/false);
     for (size_t i = 0; i < tab.size(); ++i)
       EXPECT_EQ(std::memcmp(tab[i].data(), general[i].data(), size_t(tab[i].numel()) * sizeof(float)), 0)
           << "case C=" << k.C << " K=" << k.img_channels << " output " << i;
@@ -440,7 +439,7 @@ TEST(GpuKernels, UpconvEpilogueMatchesReference) {
     const int N = k.N, C = k.C, H = k.H, TH = H + 1;
     Tensor t = randn({N, C, TH, TH}, seed++, 2.0f);
     if (k.in == DType::f16) t = round_f16(t);
-    Tensor dd = randn({N, C}, seed++), bias = randn({C}, seed++), scale = randn({N, C}, seed++);
+    Tensor dcoefs = randn({N, C}, seed++), bias = randn({C}, seed++), scale = randn({N, C}, seed++);
     Tensor noise = randn({k.per_sample ? N : 1, H, H}, seed++);
     const float strength = -0.4f, gain = static_cast<float>(std::sqrt(2.0)), clamp = 3.0f;
     ref::Upfirdn2dArgs ua;
@@ -452,14 +451,14 @@ TEST(GpuKernels, UpconvEpilogueMatchesReference) {
       for (int c = 0; c < C; ++c)
         for (int p = 0; p < H * H; ++p) {
           float& v = u[(int64_t(n) * C + c) * H * H + p];
-          v = v * dd[int64_t(n) * C + c] + noise[(k.per_sample ? int64_t(n) * H * H : 0) + p] * strength;
+          v = v * dcoefs[int64_t(n) * C + c] + noise[(k.per_sample ? int64_t(n) * H * H : 0) + p] * strength;
         }
     Tensor v = ref::bias_act(u, &bias, 1, ref::Activation::lrelu, {}, gain, clamp);
     Tensor out = v;
     for (int n = 0; n < N; ++n)
       for (int c = 0; c < C; ++c)
         for (int p = 0; p < H * H; ++p) out[(int64_t(n) * C + c) * H * H + p] *= scale[int64_t(n) * C + c];
-    auto d_t = to_device(to_nhwc(t), k.in), d_dd = to_device(dd), d_b = to_device(bias), d_sc = to_device(scale);
+    auto d_t = to_device(to_nhwc(t), k.in), d_dd = to_device(dcoefs), d_b = to_device(bias), d_sc = to_device(scale);
     auto d_noise = to_device(noise), d_f = to_device(filter);
     auto d_out = poisoned(size_t(N) * C * H * H, k.out), d_raw = poisoned(size_t(N) * C * H * H, k.out);
     cuda::UpEpilogueArgs a;
@@ -472,8 +471,8 @@ TEST(GpuKernels, UpconvEpilogueMatchesReference) {
     a.t = d_t.get();
     a.filter = d_f.as<float>();
     a.fsize = 4;
-    a.dd = d_dd.as<float>();
-    a.dd_stride = C;
+    a.dcoefs = d_dd.as<float>();
+    a.dcoefs_stride = C;
     a.noise = d_noise.as<float>();
     a.noise_stride_n = k.per_sample ? int64_t(H) * H : 0;
     a.noise_strength = strength;
@@ -539,7 +538,7 @@ enum class ConvImpl { direct, cudnn, simt, tf32x3, tf32x3_split8 };
 
 /// Returns max |device - reference| / scale_of(reference).
 double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl impl, uint32_t seed,
-                  cuda::Tf32x3ConvArgs::Impl tc_impl = cuda::Tf32x3ConvArgs::Impl::automatic) {
+                  cuda::Tf32x3ConvArgs::Impl tc_impl = cuda::Tf32x3ConvArgs::Impl::mma) {
   Tensor x = randn({c.N, c.Cin, c.H, c.H}, seed), w = randn({c.Cout, c.Cin, c.k, c.k}, seed + 1, 0.2f);
   if (dt == DType::f16) {
     x = round_f16(x);
@@ -577,6 +576,7 @@ double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl imp
     // split-K by 8: uneven ranges, and empty ones where a phase has fewer than 8 chunks
     if (impl == ConvImpl::tf32x3_split8) a.splits = 8;
     a.impl = tc_impl;
+    a.encode_tensor_map = gpu_caps().encode_tensor_map;
     cuda::DeviceBuffer partial(std::max<size_t>(cuda::conv2d_tf32x3_workspace(a), 16), nullptr);
     SG2_CUDA_CHECK(cudaMemset(partial.get(), 0xff, partial.bytes()));  // NaN: every partial must be written
     a.partial = partial.as<float>();
@@ -586,7 +586,7 @@ double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl imp
     }
     cuda::conv2d_tf32x3(a, nullptr);
     SG2_CUDA_CHECK(cudaDeviceSynchronize());
-    how = std::string(cuda::conv2d_tf32x3_impl(a) == cuda::Tf32x3ConvArgs::Impl::wgmma ? "3xtf32 wgmma" : "3xtf32 mma.sync") +
+    how = std::string(a.impl == cuda::Tf32x3ConvArgs::Impl::wgmma ? "3xtf32 wgmma" : "3xtf32 mma.sync") +
           (a.splits > 1 ? " split-k 8" : "");
   } else if (impl == ConvImpl::simt) {
     cuda::SimtConvArgs a;
@@ -616,7 +616,9 @@ double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl imp
     s.pad = c.transposed ? 0 : c.k / 2;
     s.transposed = c.transposed;
     s.dtype = dt;
-    cuda::CudnnConv conv(h.get(), s, math, size_t(256) << 20);
+    cuda::CudaTuning cudnn_only;  // the table would put the tensor-core / SIMT kernels first for strict fp32
+    cudnn_only.fp32_conv = cuda::CudaTuning::Fp32Conv::cudnn;
+    cuda::Conv conv(h.get(), s, math, gpu_caps(), cudnn_only, size_t(256) << 20);
     cuda::DeviceBuffer ws(std::max<size_t>(conv.max_candidate_workspace(), 1), nullptr);
     conv.select(d_x.get(), d_w.get(), d_y.get(), ws.get(), ws.bytes(), stream.get());
     SG2_CUDA_CHECK(cudaMemset(d_y.get(), 0xff, d_y.bytes()));
@@ -703,9 +705,9 @@ constexpr const char* kNoTf32x3 = "this GPU cannot run the 3xTF32 kernel (sm_80+
 
 TEST(GpuKernels, Tf32x3ConvMatchesReference) {
   SG2_REQUIRE_GPU();
-  if (!cuda::tf32x3_usable(32, 64)) GTEST_SKIP() << kNoTf32x3;
+  if (!tf32x3_runs_here(32, 64)) GTEST_SKIP() << kNoTf32x3;
   using Impl = cuda::Tf32x3ConvArgs::Impl;
-  const bool wgmma = cuda::conv2d_tf32x3_wgmma_available();
+  const bool wgmma = gpu_caps().tf32x3_wgmma;
   std::cout << "  wgmma (sm_90a) kernel: " << (wgmma ? "tested" : "not available on this GPU or build") << "\n";
   uint32_t seed = 950;
   for (const ConvCase& c : kTcCases) {
@@ -722,7 +724,7 @@ TEST(GpuKernels, Tf32x3ConvMatchesReference) {
 // than plain TF32, on the shapes where it matters (512 channels: 4608 terms per output).
 TEST(GpuKernels, Tf32x3ConvIsAsAccurateAsFma) {
   SG2_REQUIRE_GPU();
-  if (!cuda::tf32x3_usable(32, 64)) GTEST_SKIP() << kNoTf32x3;
+  if (!tf32x3_runs_here(32, 64)) GTEST_SKIP() << kNoTf32x3;
   const ConvCase cases[] = {{2, 8, 512, 64, 3, false}, {2, 8, 512, 64, 3, true}, {3, 16, 256, 96, 3, false},
                             {1, 16, 512, 512, 3, false}, {1, 7, 64, 32, 3, true}};
   uint32_t seed = 800;
@@ -730,7 +732,7 @@ TEST(GpuKernels, Tf32x3ConvIsAsAccurateAsFma) {
     const double fma = check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::simt, seed);
     const double tc = check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3, seed,
                                  cuda::Tf32x3ConvArgs::Impl::mma);
-    const double wg = cuda::conv2d_tf32x3_wgmma_available() && c.Cout % 64 == 0
+    const double wg = gpu_caps().tf32x3_wgmma && c.Cout % 64 == 0
                           ? check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3, seed,
                                        cuda::Tf32x3ConvArgs::Impl::wgmma)
                           : -1.0;
@@ -751,8 +753,6 @@ TEST(GpuKernels, Tf32x3ConvIsAsAccurateAsFma) {
 // both paths: Tf32x3ConvMatchesReference (W = 32, 16, 8, 4 take the TMA path, W = 7 and the
 // transposed cases the cp.async one).
 TEST(GpuKernels, Tf32x3WgmmaActivationBoxes) {
-  if (const char* e = std::getenv("SG2_TF32X3_TMA_X"); e && std::string(e) == "0")
-    GTEST_SKIP() << "SG2_TF32X3_TMA_X=0 turns the TMA path off";
   struct Case {
     int N, H, W;
     bool transposed, tma;

@@ -17,18 +17,29 @@
 SG2_PUBLIC_BEGIN
 namespace sg2 {
 
+/// The mapping network's nonlinearity (official MappingNetwork `activation`, bias_act names).
+enum class Activation { linear, relu, lrelu };
+/// How synthesis blocks combine (official SynthesisBlock `architecture`).
+enum class Architecture { orig, skip, resnet };
+/// "linear", "relu", "lrelu" / "orig", "skip", "resnet".
+const char* to_string(Activation a);
+const char* to_string(Architecture a);
+/// The value an official name stands for; false (and *out untouched) for any other text.
+bool parse_activation(const std::string& name, Activation* out);
+bool parse_architecture(const std::string& name, Architecture* out);
+
 /// MappingNetwork configuration (official `MappingNetwork.__init__`).
 struct MappingConfig {
   int num_layers = 8;            ///< number of fc layers (2 for ada --cfg=auto, 8 for config-f)
   float lr_multiplier = 0.01f;   ///< learning-rate multiplier of the fc layers (runtime gain)
   int embed_features = 0;        ///< width of the label embedding (w_dim when c_dim > 0, else 0)
   int layer_features = 0;        ///< width of the hidden fc layers (w_dim by default)
-  std::string activation = "lrelu";
+  Activation activation = Activation::lrelu;
 };
 
 /// SynthesisNetwork configuration (official `SynthesisNetwork` / `SynthesisBlock`).
 struct SynthesisConfig {
-  std::string architecture = "skip";   ///< "skip", "orig" or "resnet"
+  Architecture architecture = Architecture::skip;
   std::map<int, int> channels;         ///< block resolution -> channels, 4 ... img_resolution
   std::optional<float> conv_clamp;     ///< clamp of every layer's output; nullopt = no clamp
   std::vector<int> fp16_resolutions;   ///< blocks the checkpoint runs in fp16 (used by precision auto)

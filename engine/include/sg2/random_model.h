@@ -20,7 +20,7 @@ ModelConfig named_config(const std::string& name);
 /// A configuration built like the official constructors: channels min(channel_base / r,
 /// channel_max), num_ws from the resolution, fp16 in the top `num_fp16_res` blocks (>= 8).
 ModelConfig make_config(int img_resolution, int channel_base, int channel_max, int z_dim, int w_dim, int c_dim,
-                        int img_channels, int mapping_layers, const std::string& architecture,
+                        int img_channels, int mapping_layers, Architecture architecture,
                         std::optional<float> conv_clamp, int num_fp16_res);
 
 /// Random weights with the official initialisation, seeded (deterministic for a seed): fc

@@ -14,10 +14,12 @@
 
 #include "backend.h"
 #include "cuda/cuda_raii.h"
-#include "device_bench.h"
+#include "cuda/device_caps.h"
 #include "cuda/device_info.h"
 #include "cuda/device_model.h"
 #include "cuda/executor.h"
+#include "cuda/tuning.h"
+#include "device_bench.h"
 #include "util/file_util.h"
 #include "kernels/ref/parallel.h"
 #include "sg2/error.h"
@@ -81,10 +83,12 @@ class CudaBackend final : public Backend, public DeviceBench {
            raw_count == 1 ? " GPU: cuda:0)" : " GPUs)", ". HINT: use --device cuda:0 or --device cpu");
     if (!device_usable(index, &why)) fail(ErrorKind::device, why);
     DeviceGuard g(index_);
-    if (const char* lim = std::getenv("SG2_CUDA_MEMORY_LIMIT_MB")) stats_.limit = size_t(std::atof(lim) * 1048576.0);
+    tuning_ = CudaTuning::from_environment();  // every kernel switch, read once
+    caps_ = DeviceCaps::probe(index_);
+    stats_.limit = tuning_.memory_limit_bytes;
     stream_ = std::make_unique<Stream>();
     cudnn_ = std::make_unique<CudnnHandle>(stream_->get());
-    dev_ = std::make_unique<DeviceModel>(model_, precision_, &stats_, stream_->get());
+    dev_ = std::make_unique<DeviceModel>(model_, precision_, caps_, tuning_, &stats_, stream_->get());
     for (const BlockData& b : dev_->blocks()) {
       if (b.conv0) noise_layers_.push_back(&*b.conv0);
       noise_layers_.push_back(&b.conv1);
@@ -260,7 +264,7 @@ class CudaBackend final : public Backend, public DeviceBench {
         executors_.erase(oldest);
       }
       Cached c;
-      c.ex = std::make_unique<Executor>(*dev_, N, cudnn_->get(), &stats_, stream_->get(), kWorkspaceLimit);
+      c.ex = std::make_unique<Executor>(*dev_, N, cudnn_->get(), caps_, tuning_, &stats_, stream_->get(), kWorkspaceLimit);
       it = executors_.emplace(N, std::move(c)).first;
     }
     it->second.used = ++use_counter_;
@@ -340,6 +344,8 @@ class CudaBackend final : public Backend, public DeviceBench {
   const ModelConfig& cfg_;
   int index_;
   Precision precision_;
+  CudaTuning tuning_;
+  DeviceCaps caps_;
   MemoryStats stats_;
   std::unique_ptr<Stream> stream_;
   std::unique_ptr<CudnnHandle> cudnn_;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 
 #include "kernels/conv2d_tf32x3.h"
 
@@ -40,28 +41,12 @@ class ArenaBuilder {
   std::vector<char> bytes_;
 };
 
-ConvMath conv_math(DType t, Precision p) {
-  if (t == DType::f16) return ConvMath::fp16;
-  if (p == Precision::tf32) return ConvMath::tf32;
-  // Experiment knob (docs/performance-notes.md): SG2_AUTO_FP32_MATH=tf32 runs auto's fp32 blocks
-  // on TF32 tensor cores, as the official code does under PyTorch's default allow_tf32.
-  const char* e = std::getenv("SG2_AUTO_FP32_MATH");
-  if (p == Precision::automatic && e != nullptr && std::strcmp(e, "tf32") == 0) return ConvMath::tf32;
-  return ConvMath::fp32_strict;
-}
-
 }  // namespace
 
-DType block_dtype(const BlockPlan& b, Precision precision) {
-  switch (precision) {
-    case Precision::fp16: return DType::f16;
-    case Precision::automatic: return b.fp16 ? DType::f16 : DType::f32;
-    default: return DType::f32;
-  }
-}
-
-DeviceModel::DeviceModel(const Model& model, Precision precision, MemoryStats* stats, cudaStream_t stream)
+DeviceModel::DeviceModel(const Model& model, Precision precision, const DeviceCaps& caps, const CudaTuning& tuning,
+                         MemoryStats* stats, cudaStream_t stream)
     : cfg_(model.config), plan_(make_synthesis_plan(model.config)) {
+  const std::vector<BlockRecipe> recipes = make_recipes(plan_, cfg_.img_channels, precision, caps, tuning);
   ArenaBuilder ar;
   const int w_dim = cfg_.w_dim;
 
@@ -102,15 +87,16 @@ DeviceModel::DeviceModel(const Model& model, Precision precision, MemoryStats* s
     s_cols_ += width;
     return col;
   };
-  auto make_conv = [&](const LayerPlan& l, DType dt) {
+  auto make_conv = [&](const LayerPlan& l, const BlockRecipe& recipe) {
+    const DType dt = recipe.dtype;
     ConvLayer c;
     c.plan = &l;
     c.dtype = dt;
-    c.math = conv_math(dt, precision);
+    c.math = recipe.math;
     const Tensor& W = model.at(l.name + ".weight");  // [Cout, Cin, k, k]
     const int O = l.out_channels, I = l.in_channels, K = static_cast<int>(W.dim(2) * W.dim(3));
     if (W.dim(2) != 3 || W.dim(3) != 3) fail(ErrorKind::unsupported, l.name, ": only 3x3 convolutions are supported");
-    // fp16: rows scaled by 1 / (sqrt(Cin k^2) max|W[o]|) (spec §3.3); the inverse goes to dd.
+    // fp16: rows scaled by 1 / (sqrt(Cin k^2) max|W[o]|) (spec §3.3); the inverse goes to dcoefs.
     std::vector<float> scale(static_cast<size_t>(O), 1.0f), inv(static_cast<size_t>(O), 1.0f);
     std::vector<float> q(static_cast<size_t>(O) * I);
     for (int o = 0; o < O; ++o) {
@@ -140,7 +126,16 @@ DeviceModel::DeviceModel(const Model& model, Precision precision, MemoryStats* s
           dev[idx] = v;
         }
     c.weight_off = ar.add(dev, dt);
-    if (c.math == ConvMath::fp32_strict && K == 9 && tf32x3_usable(I, O)) {  // for the 3xTF32 kernel
+    ConvShape shape;  // the convolution's shape for one sample (the table does not depend on the batch)
+    shape.N = 1;
+    shape.H = shape.W = l.up == 2 ? l.resolution / 2 : l.resolution;
+    shape.Cin = I;
+    shape.Cout = O;
+    shape.transposed = l.up == 2;
+    shape.pad = l.up == 2 ? 0 : 1;
+    shape.dtype = dt;
+    const auto impls = conv_candidates(shape, c.math, caps, tuning);
+    if (K == 9 && std::find(impls.begin(), impls.end(), ConvImpl::tf32x3) != impls.end()) {  // for the 3xTF32 kernel
       std::vector<float> hi(dev.size()), lo(dev.size());
       tf32x3_pack_weights(dev.data(), I, O, l.up == 2, hi.data(), lo.data());  // [Cout, 3, 3, Cin] for both kinds
       c.weight_hi_off = ar.add(hi);
@@ -154,31 +149,33 @@ DeviceModel::DeviceModel(const Model& model, Precision precision, MemoryStats* s
       noise_per_sample_ += l.resolution * l.resolution;
     }
     c.s_col = add_style_columns(l, I);
-    c.d_col = d_cols_;
+    c.dcoef_col = dcoef_cols_;
     c.demod_index = static_cast<int>(demod.size());
     DemodLayer d;
     d.s_offset = c.s_col;
     d.in_channels = I;
-    d.d_offset = c.d_col;
+    d.dcoef_offset = c.dcoef_col;
     d.out_channels = O;
     d.q_offset = static_cast<int64_t>(q_all.size());
     d.fp16 = dt == DType::f16 ? 1 : 0;
     demod.push_back(d);
     q_all.insert(q_all.end(), q.begin(), q.end());
     const int width = align_up(O, kColAlign);
-    w_inv_all.resize(static_cast<size_t>(d_cols_ + width), 1.0f);
-    std::copy(inv.begin(), inv.end(), w_inv_all.begin() + d_cols_);
-    layer_of_output.resize(static_cast<size_t>(d_cols_ + width), c.demod_index);
-    d_cols_ += width;
+    w_inv_all.resize(static_cast<size_t>(dcoef_cols_ + width), 1.0f);
+    std::copy(inv.begin(), inv.end(), w_inv_all.begin() + dcoef_cols_);
+    layer_of_output.resize(static_cast<size_t>(dcoef_cols_ + width), c.demod_index);
+    dcoef_cols_ += width;
     return c;
   };
 
-  for (const BlockPlan& b : plan_.blocks) {
+  for (size_t bi = 0; bi < plan_.blocks.size(); ++bi) {
+    const BlockPlan& b = plan_.blocks[bi];
     BlockData bd;
     bd.plan = &b;
-    bd.dtype = block_dtype(b, precision);
-    if (b.conv0) bd.conv0 = make_conv(*b.conv0, bd.dtype);
-    bd.conv1 = make_conv(b.conv1, bd.dtype);
+    bd.recipe = recipes[bi];
+    bd.dtype = bd.recipe.dtype;
+    if (b.conv0) bd.conv0 = make_conv(*b.conv0, bd.recipe);
+    bd.conv1 = make_conv(b.conv1, bd.recipe);
     if (b.torgb) {
       TorgbLayer t;
       t.plan = &*b.torgb;

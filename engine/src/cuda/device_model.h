@@ -9,8 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "cuda_raii.h"
-#include "cudnn_conv.h"
+#include "cuda/conv.h"
+#include "cuda/cuda_raii.h"
+#include "cuda/device_caps.h"
+#include "cuda/recipe.h"
+#include "cuda/tuning.h"
 #include "kernels/demodulate.h"
 #include "kernels/dtype.h"
 #include "plan.h"
@@ -32,7 +35,7 @@ struct ConvLayer {
   float noise_strength = 0.0f;
   int noise_offset = 0;           ///< offset of its map inside one sample's per-sample noise maps
   int s_col = 0;                  ///< first column of its styles in s / s_in
-  int d_col = 0;                  ///< first column of its coefficients in dd
+  int dcoef_col = 0;                  ///< first column of its coefficients in dcoefs
   int demod_index = 0;            ///< row of the DemodLayer table
 };
 
@@ -52,7 +55,8 @@ struct SkipLayer {
 
 struct BlockData {
   const BlockPlan* plan = nullptr;
-  DType dtype = DType::f32;
+  BlockRecipe recipe;         ///< how it runs (recipe.h)
+  DType dtype = DType::f32;   ///< recipe.dtype
   std::optional<ConvLayer> conv0;
   ConvLayer conv1;
   std::optional<TorgbLayer> torgb;
@@ -61,8 +65,10 @@ struct BlockData {
 
 class DeviceModel {
  public:
-  /// Uploads everything (synchronizes `stream`). Throws Error(out_of_memory | device | unsupported).
-  DeviceModel(const Model& model, Precision precision, MemoryStats* stats, cudaStream_t stream);
+  /// Resolves every block's recipe (recipe.h) and uploads everything in the layouts it needs
+  /// (synchronizes `stream`). Throws Error(out_of_memory | device | unsupported).
+  DeviceModel(const Model& model, Precision precision, const DeviceCaps& caps, const CudaTuning& tuning,
+              MemoryStats* stats, cudaStream_t stream);
 
   const ModelConfig& config() const { return cfg_; }
   const SynthesisPlan& plan() const { return plan_; }
@@ -91,7 +97,7 @@ class DeviceModel {
   size_t affine_rows_off() const { return aff_rows_off_; } ///< [s_cols] int: ws row
   size_t affine_scale_off() const { return aff_scale_off_; }///< [s_cols]: style_gain
   // demodulation
-  int d_cols() const { return d_cols_; }
+  int dcoef_cols() const { return dcoef_cols_; }
   int num_conv_layers() const { return num_conv_; }
   size_t demod_layers_off() const { return demod_layers_off_; }
   size_t layer_of_output_off() const { return layer_of_output_off_; }
@@ -113,14 +119,11 @@ class DeviceModel {
   std::vector<Fc> fc_;
   std::optional<Fc> embed_;
   size_t w_avg_off_ = 0;
-  int s_cols_ = 0, d_cols_ = 0, num_conv_ = 0;
+  int s_cols_ = 0, dcoef_cols_ = 0, num_conv_ = 0;
   size_t aff_w_off_ = 0, aff_b_off_ = 0, aff_rows_off_ = 0, aff_scale_off_ = 0;
   size_t demod_layers_off_ = 0, layer_of_output_off_ = 0, q_off_ = 0, w_inv_off_ = 0;
   size_t const_off_ = 0, filter_off_ = 0, filter1d_off_ = 0;
   int noise_per_sample_ = 0;
 };
-
-/// The storage type of block `b` under `precision` (auto: the checkpoint's fp16 blocks).
-DType block_dtype(const BlockPlan& b, Precision precision);
 
 }  // namespace sg2::cuda
