@@ -233,13 +233,16 @@ OutputFormat parse_format(const std::string& text) {
   if (text == "png") return OutputFormat::png;
   if (text == "npy") return OutputFormat::npy;
   if (text == "both") return OutputFormat::both;
-  fail(ErrorKind::invalid_argument, "--format: unknown format '", text, "' (expected png, npy or both)");
+  if (text == "u8npy") return OutputFormat::u8npy;
+  fail(ErrorKind::invalid_argument, "--format: unknown format '", text, "' (expected png, npy, both or u8npy)");
 }
 
 Image8 write_image(const OutputDir& out, const std::string& stem, const Tensor& img, int64_t n, OutputFormat fmt) {
   Image8 im = to_image8(img, n);
-  if (fmt != OutputFormat::npy) write_png(out.file(stem + ".png"), im);
-  if (fmt != OutputFormat::png) write_npy(out.file(stem + ".npy"), img.slice0(n, n + 1));
+  if (fmt == OutputFormat::png || fmt == OutputFormat::both) write_png(out.file(stem + ".png"), im);
+  if (fmt == OutputFormat::npy || fmt == OutputFormat::both) write_npy(out.file(stem + ".npy"), img.slice0(n, n + 1));
+  if (fmt == OutputFormat::u8npy)
+    write_npy_u8(out.file(stem + ".npy"), im.pixels.data(), {1, im.height, im.width, im.channels});
   return im;
 }
 
@@ -313,6 +316,8 @@ Progress::~Progress() { finish(); }
 double Progress::elapsed_s() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
+
+void Progress::set(int64_t done) { advance(done - done_); }
 
 void Progress::advance(int64_t n) {
   done_ += n;

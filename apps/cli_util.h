@@ -119,8 +119,8 @@ class OutputDir {
   bool committed_ = false;
 };
 
-/// --format png|npy|both.
-enum class OutputFormat { png, npy, both };
+/// --format png|npy|both|u8npy.
+enum class OutputFormat { png, npy, both, u8npy };
 OutputFormat parse_format(const std::string& text);
 
 /// Writes image n of img [N, C, H, W] as `<stem>.png` (official uint8 conversion: 1 channel
@@ -145,6 +145,8 @@ class Progress {
   Progress(std::string label, int64_t total, bool quiet);
   ~Progress();
   void advance(int64_t n = 1);
+  /// Sets the number done (for work finished on other threads; call from one thread).
+  void set(int64_t done);
   /// Clears the bar (terminal) so that later messages start on a clean line.
   void finish();
   double elapsed_s() const;

@@ -7,6 +7,13 @@
 // the const noise maps are redrawn from the seed's RandomState after z. --ws feeds [N, w_dim] or
 // [N, num_ws, w_dim] latents straight into synthesis, like generate.py --projected-w (no
 // truncation), naming the outputs ws0000.png, ... by row.
+//
+// The pipeline (sg2/stream.h): the generators (one per --device entry) compute batch after batch;
+// on a GPU the uint8 conversion runs there and only uint8 crosses to the host. Each finished image
+// becomes a task of an encoder pool (--jobs threads, task_pool.h) that encodes and writes its files
+// (atomically); the pool's queue is bounded and every task holds its batch's buffer, so host and
+// device memory stay fixed however many seeds are asked for.
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -17,6 +24,8 @@
 #include "sg2/error.h"
 #include "sg2/image.h"
 #include "sg2/npy.h"
+#include "sg2/stream.h"
+#include "task_pool.h"
 
 namespace sg2::cli {
 namespace {
@@ -60,8 +69,10 @@ int run_generate(int argc, char** argv) {
        cxxopts::value<std::string>()->default_value("pt"), "pt|tf")
       ("save-ws", "also write seed%04d_ws.npy: float32 [1, num_ws, w_dim] after truncation")
       ("outdir", "output directory (created if missing)", cxxopts::value<std::string>()->default_value("out"), "DIR")
-      ("format", "png (uint8, 1 channel gray, 3 RGB, 4 RGBA), npy (raw float32 [1, C, H, W]) or both",
+      ("format", "png (uint8, 1 channel gray, 3 RGB, 4 RGBA), npy (raw float32 [1, C, H, W]), both (png and npy), "
+                 "or u8npy (the PNG's uint8 pixels as .npy [1, H, W, C], no compression: the fastest)",
        cxxopts::value<std::string>()->default_value("png"), "F")
+      ("jobs", "threads encoding and writing files (default: the cores available)", cxxopts::value<std::string>(), "N")
       ("grid", "also write grid.png: the images in generation order, row by row", cxxopts::value<std::string>(),
        "COLSxROWS");
   add_class_option(opts);
@@ -116,73 +127,87 @@ int run_generate(int argc, char** argv) {
   if (grid && !from_ws && static_cast<int64_t>(seeds.size()) > int64_t(grid->cols) * grid->rows)
     fail(ErrorKind::invalid_argument, "--grid ", grid->cols, "x", grid->rows, " has ", grid->cols * grid->rows,
          " cells for ", seeds.size(), " images");
+  int jobs = available_cores();
+  if (has(args, "jobs")) jobs = static_cast<int>(parse_int("jobs", get(args, "jobs"), 1, 1024));
+  const std::vector<Device> devices = has(args, "device") ? Device::parse_list(get(args, "device"))
+                                                          : std::vector<Device>{Device::best_available()};
   OutputDir out(get(args, "outdir"));
 
-  // --- model and inputs ---------------------------------------------------------------------
-  Generator gen(load_network(args), gen_options);
-  const ModelConfig& cfg = gen.config();
+  // --- model, generators and the job -----------------------------------------------------------
+  const Model model = load_network(args);
+  std::vector<Generator> gens;
+  for (const Device& d : devices) {
+    GeneratorOptions o = gen_options;
+    o.device = d;
+    gens.emplace_back(model, o);
+  }
+  std::vector<Generator*> gen_ptrs;
+  for (Generator& g : gens) gen_ptrs.push_back(&g);
+  const ModelConfig& cfg = gens[0].config();
+  ImageJob job;
   if (from_ws) {
-    ws_input = read_ws(get(args, "ws"), cfg);
-    if (grid && ws_input.dim(0) > int64_t(grid->cols) * grid->rows)
+    job.ws = read_ws(get(args, "ws"), cfg);
+    if (grid && job.ws.dim(0) > int64_t(grid->cols) * grid->rows)
       fail(ErrorKind::invalid_argument, "--grid ", grid->cols, "x", grid->rows, " has ", grid->cols * grid->rows,
-           " cells for ", ws_input.dim(0), " images");
+           " cells for ", job.ws.dim(0), " images");
+  } else {
+    job.seeds = seeds;
+    class_labels(args, cfg, 1);  // validates --class before any work
+    if (cfg.c_dim > 0) job.class_idx = static_cast<int>(parse_int("class", get(args, "class"), 0, cfg.c_dim - 1));
+    job.truncation = trunc;
+    job.tf_seed_mode = seed_mode == "tf";
   }
-  const int64_t total = from_ws ? ws_input.dim(0) : static_cast<int64_t>(seeds.size());
-  if (!from_ws) class_labels(args, cfg, 1);  // validates --class before any work
-  const int chunk = chunk_size(gen, args);
+  job.noise_mode = noise_mode;
+  job.noise_seed = noise_seed;
+  const int64_t total = from_ws ? job.ws.dim(0) : static_cast<int64_t>(seeds.size());
+  StreamOptions so;
+  so.batch = gen_options.max_batch;
+  so.uint8 = fmt != OutputFormat::npy || grid.has_value();
+  so.float32 = fmt == OutputFormat::npy || fmt == OutputFormat::both;
+  so.ws = save_ws;
 
+  // --- the pipeline: generators -> sink (this thread) -> encoder pool -------------------------
   Progress progress("sg2 generate", total, quiet);
+  std::atomic<int64_t> written{0};
   std::vector<Image8> grid_images;
-  for (int64_t b = 0; b < total; b += chunk) {
-    const int64_t e = std::min<int64_t>(total, b + chunk);
-    std::vector<std::string> stems;
-    std::vector<uint64_t> keys;
-    NoiseSpec noise;
-    noise.mode = noise_mode;
-    noise.seed = noise_seed;
-    Tensor ws;
-    if (from_ws) {
-      ws = ws_input.slice0(b, e);
-      for (int64_t n = b; n < e; ++n) {
-        stems.push_back(indexed_stem("ws", n, 4));
-        keys.push_back(static_cast<uint64_t>(n));
-      }
-    } else {
-      std::vector<uint32_t> part(seeds.begin() + b, seeds.begin() + e);
-      Tensor z;
-      if (seed_mode == "tf") {
-        std::vector<Tensor> zs;
-        for (uint32_t s : part) {
-          TfSeedInputs in = tf_seed_inputs(s, cfg);
-          zs.push_back(std::move(in.z));
-          noise.maps.push_back(std::move(in.noise_maps));
-        }
-        z = concat0(zs);
-      } else {
-        z = z_from_seeds(part, cfg.z_dim);
-      }
-      for (uint32_t s : part) {
-        stems.push_back(seed_stem(s));
-        keys.push_back(s);
-      }
-      ws = gen.map(z, class_labels(args, cfg, e - b), trunc);
+  const int R = cfg.img_resolution, C = cfg.img_channels;
+  {
+    TaskPool pool(jobs, size_t(2) * jobs);
+    try {
+      generate_stream(gen_ptrs, job, so, [&](const StreamImage& im) {
+        const std::string stem = from_ws ? indexed_stem("ws", im.index, 4) : seed_stem(im.key);
+        if (grid) grid_images.push_back(im.image8());
+        pool.submit([&, im, stem] {
+          if (fmt == OutputFormat::png || fmt == OutputFormat::both) write_png(out.file(stem + ".png"), im.image8());
+          if (fmt == OutputFormat::u8npy) write_npy_u8(out.file(stem + ".npy"), im.u8, {1, R, R, C});
+          if (fmt == OutputFormat::npy || fmt == OutputFormat::both)
+            write_npy(out.file(stem + ".npy"), Tensor({1, C, R, R}, std::vector<float>(im.img, im.img + size_t(C) * R * R)));
+          if (save_ws)
+            write_npy(out.file(stem + "_ws.npy"),
+                      Tensor({1, cfg.num_ws, cfg.w_dim},
+                             std::vector<float>(im.ws, im.ws + size_t(cfg.num_ws) * cfg.w_dim)));
+          written.fetch_add(1);
+        });
+        progress.set(written.load());
+      });
+      pool.finish();
+    } catch (const Error& e) {
+      // The pool is destroyed first (the tasks under way finish their file; the queued ones are
+      // dropped with the buffers they hold), then the generators.
+      const int64_t n = written.load();
+      fail(e.kind(), e.what(), n > 0 ? " (the " + std::to_string(n) + " images written before are complete)" : std::string());
     }
-    if (noise_mode == NoiseMode::random) noise.keys = keys;
-    Tensor img = gen.synthesize(ws, noise);
-    for (int64_t n = 0; n < e - b; ++n) {
-      Image8 im = write_image(out, stems[n], img, n, fmt);
-      if (save_ws) write_npy(out.file(stems[n] + "_ws.npy"), ws.slice0(n, n + 1));
-      if (grid) grid_images.push_back(std::move(im));
-    }
-    progress.advance(e - b);
   }
+  progress.set(written.load());
   if (grid) write_png(out.file("grid.png"), make_grid(grid_images, grid->cols, grid->rows));
   progress.finish();
   out.commit();
   if (!quiet) {
+    std::string where;
+    for (size_t i = 0; i < gens.size(); ++i) where += (i ? "," : "") + gens[i].device().str();
     std::cout << "sg2 generate: " << total << (total == 1 ? " image" : " images") << " (" << cfg.img_resolution << "x"
               << cfg.img_resolution << ", " << cfg.img_channels << (cfg.img_channels == 1 ? " channel" : " channels")
-              << ", " << gen.device().str() << ") in " << out.path() << (grid ? " + grid.png" : "") << ", "
+              << ", " << where << ") in " << out.path() << (grid ? " + grid.png" : "") << ", "
               << static_cast<int>(progress.elapsed_s() * 10 + 0.5) / 10.0 << " s\n";
   }
   return 0;

@@ -4,12 +4,13 @@
 #include <memory>
 #include <string>
 
+#include "batch_pipe.h"
 #include "sg2/generator.h"
 #include "sg2/model.h"
 
 namespace sg2 {
 
-class DeviceBench;  // engine/src/cuda/device_bench.h
+class DeviceBench;  // engine/src/device_bench.h
 
 /// One backend instance runs one model on one device. Inputs are validated by Generator before
 /// they arrive here (shapes, finite psi, class labels, noise spec sizes), and batches are at
@@ -31,7 +32,15 @@ class Backend {
   virtual Tensor synthesize(const Tensor& ws, const NoiseSpec& noise, const std::string& dump_dir) = 0;
   /// Device-side timing hooks for `sg2 bench` (the CUDA backend); nullptr for other backends.
   virtual DeviceBench* device_bench() { return nullptr; }
+  /// A pipe of `slots` host slots for batches of up to `batch` images (batch_pipe.h). The CPU
+  /// backend runs synthesize() synchronously and converts on the host (make_host_pipe); the CUDA
+  /// backend converts on the device and copies asynchronously.
+  virtual std::unique_ptr<BatchPipe> make_pipe(int batch, PipeOutputs out, int slots) = 0;
 };
+
+/// The synchronous host pipe over backend.synthesize() (batch_pipe.h).
+std::unique_ptr<BatchPipe> make_host_pipe(Backend& backend, const ModelConfig& cfg, int batch, PipeOutputs out,
+                                          int slots);
 
 /// The plain C++ float32 reference backend. Throws Error(invalid_argument) for tf32 / fp16.
 std::unique_ptr<Backend> make_cpu_backend(const Model& model, Precision precision);

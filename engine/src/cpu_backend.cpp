@@ -52,6 +52,9 @@ class CpuBackend final : public Backend {
   }
 
   std::string name() const override { return "cpu"; }
+  std::unique_ptr<BatchPipe> make_pipe(int batch, PipeOutputs out, int slots) override {
+    return make_host_pipe(*this, cfg_, batch, out, slots);
+  }
   int default_max_batch() const override { return 8; }
 
   Tensor map(const Tensor& z, const Tensor& c, const Truncation& trunc, const std::string& dump_dir) override {

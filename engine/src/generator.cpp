@@ -62,6 +62,31 @@ Device Device::parse(const std::string& s) {
   fail(ErrorKind::invalid_argument, "unknown device '", s, "' (expected cpu, cuda or cuda:N)");
 }
 
+std::vector<Device> Device::parse_list(const std::string& s) {
+  if (s == "cuda:all") {
+    std::string why;
+    const int n = cuda_device_count(&why);
+    if (n == 0) fail(ErrorKind::device, "cuda:all: no usable GPU (", why, "). HINT: use --device cpu");
+    std::vector<Device> out;
+    for (int i = 0; i < n; ++i) out.push_back(Device{Kind::cuda, i});
+    return out;
+  }
+  if (s.rfind("cuda:", 0) != 0 || s.find(',') == std::string::npos) return {parse(s)};
+  std::vector<Device> out;
+  size_t pos = 5;
+  for (;;) {
+    const size_t comma = s.find(',', pos);
+    const std::string tok = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (tok.empty() || tok.size() > 3 || tok.find_first_not_of("0123456789") != std::string::npos)
+      fail(ErrorKind::invalid_argument, "unknown device list '", s, "' (expected cuda:N,M,... or cuda:all)");
+    out.push_back(Device{Kind::cuda, std::stoi(tok)});
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  if (out.size() > 64) fail(ErrorKind::invalid_argument, "device list '", s, "' names more than 64 GPUs");
+  return out;
+}
+
 std::string Device::str() const { return kind == Kind::cpu ? "cpu" : "cuda:" + std::to_string(index); }
 
 bool cuda_available(std::string* why) { return cuda_device_count(why) > 0; }

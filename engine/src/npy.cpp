@@ -149,22 +149,40 @@ std::vector<double> read_npy_f64(const std::string& path, std::vector<int64_t>* 
   return v;
 }
 
-std::vector<uint8_t> npy_bytes(const Tensor& t) {
+namespace {
+/// Magic, version 1.0, header length and the header dict, padded to a multiple of 64 bytes.
+std::vector<uint8_t> npy_header(const char* descr, const std::vector<int64_t>& shape) {
   std::string dims;
-  for (size_t i = 0; i < t.shape().size(); ++i) dims += (i ? ", " : "") + std::to_string(t.shape()[i]);
-  if (t.shape().size() == 1) dims += ",";
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+  for (size_t i = 0; i < shape.size(); ++i) dims += (i ? ", " : "") + std::to_string(shape[i]);
+  if (shape.size() == 1) dims += ",";
+  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }";
   // Pad with spaces so that magic(6)+version(2)+len(2)+header+'\n' is a multiple of 64.
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header.push_back('\n');
   std::vector<uint8_t> out;
-  out.reserve(10 + header.size() + t.vec().size() * 4);
   const uint8_t magic[8] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
   out.insert(out.end(), magic, magic + 8);
   out.push_back(uint8_t(header.size() & 0xff));
   out.push_back(uint8_t(header.size() >> 8));
   out.insert(out.end(), header.begin(), header.end());
+  return out;
+}
+}  // namespace
+
+void write_npy_u8(const std::string& path, const uint8_t* data, const std::vector<int64_t>& shape) {
+  const int64_t n = Tensor::numel_of(shape);  // throws on negative dimensions or overflow
+  if (n > 0 && data == nullptr) fail(ErrorKind::invalid_argument, "write_npy_u8: no data for ", shape_to_string(shape));
+  const std::vector<uint8_t> head = npy_header("|u1", shape);
+  detail::write_file_atomic(path, [&](std::FILE* f) {
+    detail::write_all(f, head.data(), head.size(), path);
+    detail::write_all(f, data, static_cast<size_t>(n), path);
+  });
+}
+
+std::vector<uint8_t> npy_bytes(const Tensor& t) {
+  std::vector<uint8_t> out = npy_header("<f4", t.shape());
+  out.reserve(out.size() + t.vec().size() * 4);
   const uint8_t* p = reinterpret_cast<const uint8_t*>(t.data());
   out.insert(out.end(), p, p + t.vec().size() * 4);
   return out;

@@ -46,6 +46,10 @@ struct Device {
   int index = 0;  ///< CUDA ordinal
   /// "cpu", "cuda", "cuda:N"; throws Error(invalid_argument).
   static Device parse(const std::string& s);
+  /// A device list for several generators (sg2/stream.h): what parse() takes, or "cuda:N,M,..."
+  /// (a GPU may appear twice: two generators share it), or "cuda:all" (every usable GPU, in order).
+  /// Throws Error(invalid_argument) for bad syntax, Error(device) for "cuda:all" without a usable GPU.
+  static std::vector<Device> parse_list(const std::string& s);
   /// cuda:0 when this build has CUDA and a usable GPU is present, else cpu.
   static Device best_available();
   std::string str() const;

@@ -33,6 +33,10 @@ std::vector<double> read_npy_f64(const std::string& path, std::vector<int64_t>* 
 /// file and renamed. Throws Error(io).
 void write_npy(const std::string& path, const Tensor& t);
 
+/// Writes uint8 values of `shape` (C order) as a .npy file ("|u1", version 1.0), atomically.
+/// Throws Error(invalid_argument) for a negative dimension, Error(io) when it cannot write.
+void write_npy_u8(const std::string& path, const uint8_t* data, const std::vector<int64_t>& shape);
+
 /// The bytes of a .npy file holding `t` as float32 (what write_npy writes).
 std::vector<uint8_t> npy_bytes(const Tensor& t);
 

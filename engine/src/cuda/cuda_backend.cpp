@@ -20,6 +20,8 @@
 #include "cuda/executor.h"
 #include "cuda/tuning.h"
 #include "device_bench.h"
+#include "kernels/to_uint8.h"
+#include "slot_ring.h"
 #include "util/file_util.h"
 #include "kernels/ref/parallel.h"
 #include "sg2/error.h"
@@ -289,12 +291,9 @@ class CudaBackend final : public Backend, public DeviceBench {
     SG2_CUDA_CHECK(cudaStreamSynchronize(s));
   }
 
-  /// Rows [b, b + n) of ws through synthesis.
-  Tensor run_chunk(const Tensor& ws, const NoiseSpec& noise, int b, int n, const std::string& dump_dir) {
+  /// Uploads the noise of rows [b, b + n) for executor `ex` and says which program runs.
+  NoiseKind prepare_noise(Executor& ex, const NoiseSpec& noise, int b, int n) {
     cudaStream_t s = stream_->get();
-    Executor& ex = executor(n);
-    const size_t row = size_t(cfg_.num_ws) * cfg_.w_dim;
-    upload(ex.ws(), ws.data() + size_t(b) * row, size_t(n) * row, s);
     NoiseKind kind = NoiseKind::constant;
     if (noise.mode == NoiseMode::none || !cfg_.synthesis.use_noise) kind = NoiseKind::none;
     else if (noise.mode == NoiseMode::random || !noise.maps.empty()) kind = NoiseKind::per_sample;
@@ -320,19 +319,155 @@ class CudaBackend final : public Backend, public DeviceBench {
       });
       upload(ex.noise_maps(), host.data(), host.size(), s);
     }
-    const float* img;
-    if (dump_dir.empty()) {
-      img = ex.synthesize(kind, s);
-    } else {
-      BlockDumpFn dump = [&](int res, const void* x, DType dt, int C, const float* im) {
-        const std::string tag = dump_dir + "/b" + std::to_string(res);
-        if (x) write_npy(tag + "_x.npy", download_nhwc(x, dt, n, res, res, C, s));
-        if (im) write_npy(tag + "_img.npy", download(im, {n, cfg_.img_channels, res, res}, s));
-      };
-      img = ex.synthesize_eager(kind, s, dump);
-    }
+    return kind;
+  }
+
+  /// Rows [b, b + n) of ws through synthesis; returns the device image [n, C, R, R] (the
+  /// executor's buffer: valid until its next run).
+  const float* synthesize_rows(Executor& ex, const Tensor& ws, const NoiseSpec& noise, int b, int n,
+                               const std::string& dump_dir) {
+    cudaStream_t s = stream_->get();
+    const size_t row = size_t(cfg_.num_ws) * cfg_.w_dim;
+    upload(ex.ws(), ws.data() + size_t(b) * row, size_t(n) * row, s);
+    const NoiseKind kind = prepare_noise(ex, noise, b, n);
+    if (dump_dir.empty()) return ex.synthesize(kind, s);
+    BlockDumpFn dump = [&](int res, const void* x, DType dt, int C, const float* im) {
+      const std::string tag = dump_dir + "/b" + std::to_string(res);
+      if (x) write_npy(tag + "_x.npy", download_nhwc(x, dt, n, res, res, C, s));
+      if (im) write_npy(tag + "_img.npy", download(im, {n, cfg_.img_channels, res, res}, s));
+    };
+    return ex.synthesize_eager(kind, s, dump);
+  }
+
+  /// Rows [b, b + n) of ws through synthesis, downloaded.
+  Tensor run_chunk(const Tensor& ws, const NoiseSpec& noise, int b, int n, const std::string& dump_dir) {
+    Executor& ex = executor(n);
+    const float* img = synthesize_rows(ex, ws, noise, b, n, dump_dir);
     const int R = cfg_.img_resolution;
-    return download(img, {n, cfg_.img_channels, R, R}, s);
+    return download(img, {n, cfg_.img_channels, R, R}, stream_->get());
+  }
+
+  /// The CUDA pipe (batch_pipe.h): per slot a device uint8 (and float) buffer and pinned host
+  /// copies. submit() replays the synthesis graph and the uint8 conversion on the backend's
+  /// stream and queues the device-to-host copies on the pipe's own stream behind an event, so the
+  /// next batch computes while this one is copied and consumed.
+  class Pipe final : public BatchPipe {
+   public:
+    Pipe(CudaBackend& be, int batch, PipeOutputs out, int slots) : be_(be), batch_(batch), out_(out), ring_(slots) {
+      DeviceGuard g(be_.index_);
+      const int C = be_.cfg_.img_channels, R = be_.cfg_.img_resolution;
+      per_image_ = size_t(C) * R * R;
+      copy_stream_ = std::make_unique<Stream>();
+      for (int i = 0; i < slots; ++i) {
+        Slot sl;
+        if (out_.u8) {
+          sl.dev_u8 = DeviceBuffer(size_t(batch) * per_image_, &be_.stats_);
+          sl.host_u8 = PinnedBuffer(size_t(batch) * per_image_);
+        }
+        if (out_.img) {
+          sl.dev_img = DeviceBuffer(size_t(batch) * per_image_ * sizeof(float), &be_.stats_);
+          sl.host_img = PinnedBuffer(size_t(batch) * per_image_ * sizeof(float));
+        }
+        slots_.push_back(std::move(sl));
+      }
+    }
+    ~Pipe() override {
+      try {
+        DeviceGuard g(be_.index_);
+        copy_stream_->sync();
+      } catch (...) {
+      }
+    }
+
+    int slots() const override { return ring_.size(); }
+
+    int submit(const Tensor& ws, const NoiseSpec& noise) override {
+      const int n = static_cast<int>(ws.dim(0));
+      if (n < 1 || n > batch_) fail(ErrorKind::internal, "pipe: batch of ", n, " for a pipe of ", batch_);
+      const int id = ring_.acquire();
+      try {
+        DeviceGuard g(be_.index_);
+        Slot& sl = slots_[size_t(id)];
+        cudaStream_t s = be_.stream_->get();
+        const int C = be_.cfg_.img_channels, R = be_.cfg_.img_resolution;
+        int b = 0;
+        while (b < n) {  // in pieces the device can hold (halved on out-of-memory, as synthesize)
+          const int k = std::min(n - b, be_.max_ok_batch_);
+          try {
+            Executor& ex = be_.executor(k);
+            const float* img = be_.synthesize_rows(ex, ws, noise, b, k, std::string());
+            if (out_.u8) images_to_uint8(img, k, C, R, R, sl.dev_u8.as<uint8_t>() + size_t(b) * per_image_, s);
+            if (out_.img)
+              SG2_CUDA_CHECK(cudaMemcpyAsync(sl.dev_img.as<float>() + size_t(b) * per_image_, img,
+                                             size_t(k) * per_image_ * sizeof(float), cudaMemcpyDeviceToDevice, s));
+            b += k;
+          } catch (const Error& e) {
+            if (e.kind() != ErrorKind::out_of_memory) throw;
+            cudaGetLastError();
+            SG2_CUDA_CHECK(cudaStreamSynchronize(s));
+            if (!be_.executors_.empty()) {
+              be_.executors_.clear();
+              continue;
+            }
+            if (k == 1)
+              fail(ErrorKind::out_of_memory, "the GPU ", be_.name(), " cannot hold even one ", R, "x", R,
+                   " image of this model: ", e.what());
+            be_.max_ok_batch_ = k / 2;
+          }
+        }
+        sl.count = n;
+        sl.computed.record(s);
+        cudaStream_t cs = copy_stream_->get();
+        SG2_CUDA_CHECK(cudaStreamWaitEvent(cs, sl.computed.get(), 0));
+        if (out_.u8)
+          SG2_CUDA_CHECK(cudaMemcpyAsync(sl.host_u8.get(), sl.dev_u8.get(), size_t(n) * per_image_,
+                                         cudaMemcpyDeviceToHost, cs));
+        if (out_.img)
+          SG2_CUDA_CHECK(cudaMemcpyAsync(sl.host_img.get(), sl.dev_img.get(), size_t(n) * per_image_ * sizeof(float),
+                                         cudaMemcpyDeviceToHost, cs));
+        sl.copied.record(cs);
+        return id;
+      } catch (...) {
+        ring_.release(id);
+        throw;
+      }
+    }
+
+    HostBatchView wait(int id) override {
+      Slot& sl = slots_.at(size_t(id));
+      {
+        DeviceGuard g(be_.index_);
+        SG2_CUDA_CHECK(cudaEventSynchronize(sl.copied.get()));
+      }
+      HostBatchView v;
+      v.count = sl.count;
+      v.u8 = out_.u8 ? static_cast<const uint8_t*>(sl.host_u8.get()) : nullptr;
+      v.img = out_.img ? static_cast<const float*>(sl.host_img.get()) : nullptr;
+      return v;
+    }
+
+    void release(int id) noexcept override { ring_.release(id); }
+    void cancel() noexcept override { ring_.cancel(); }
+    bool has_free_slot() override { return ring_.any_free(); }
+
+   private:
+    struct Slot {
+      int count = 0;
+      DeviceBuffer dev_u8, dev_img;
+      PinnedBuffer host_u8, host_img;
+      Event computed, copied;
+    };
+    CudaBackend& be_;
+    int batch_;
+    PipeOutputs out_;
+    size_t per_image_ = 0;
+    SlotRing ring_;
+    std::unique_ptr<Stream> copy_stream_;
+    std::vector<Slot> slots_;
+  };
+
+  std::unique_ptr<BatchPipe> make_pipe(int batch, PipeOutputs out, int slots) override {
+    return std::make_unique<Pipe>(*this, batch, out, slots);
   }
 
   struct Cached {
