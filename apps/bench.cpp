@@ -107,6 +107,8 @@ int run_bench(int argc, char** argv) {
       ("iters", "timed graph replays per batch size", cxxopts::value<int>()->default_value("20"))
       ("warmup", "untimed replays first", cxxopts::value<int>()->default_value("3"))
       ("device", "cuda or cuda:N", cxxopts::value<std::string>()->default_value("cuda"))
+      ("batch-invariance", "on, off or on,off (both, side by side: the cost of batch invariance)",
+       cxxopts::value<std::string>()->default_value("on"))
       ("seed", "seed of the random weights and inputs", cxxopts::value<uint64_t>()->default_value("0"))
       ("accuracy", "also PSNR and max|diff| of each precision against sg2's own fp32")
       ("accuracy-only", "only the accuracy table")
@@ -141,6 +143,11 @@ int run_bench(int argc, char** argv) {
   }
   std::vector<Precision> precisions;
   for (const std::string& p : split(args["precision"].as<std::string>())) precisions.push_back(parse_precision(p));
+  std::vector<bool> invariances;
+  for (const std::string& v : split(args["batch-invariance"].as<std::string>())) {
+    if (v != "on" && v != "off") fail(ErrorKind::invalid_argument, "--batch-invariance: expected on, off or on,off, got '", v, "'");
+    invariances.push_back(v == "on");
+  }
   const std::vector<int> batches = parse_int_list(args["batch"].as<std::string>(), "batch size");
   const int iters = std::max(1, args["iters"].as<int>()), warmup = std::max(0, args["warmup"].as<int>());
   const bool as_json = args.count("json") > 0, verbose = args.count("verbose") > 0;
@@ -154,29 +161,33 @@ int run_bench(int argc, char** argv) {
   out["warmup"] = warmup;
   std::ostringstream table;
   char line[512];
-  std::snprintf(line, sizeof line, "%-9s %5s %9s %17s %9s %8s %10s %10s %9s\n", "precision", "batch", "median ms",
-                "min-max ms", "img/s", "ms/img", "peak MiB", "vs official", "vs floor");
+  std::snprintf(line, sizeof line, "%-9s %-9s %5s %9s %17s %9s %8s %10s %10s %9s\n", "precision", "invariant", "batch",
+                "median ms", "min-max ms", "img/s", "ms/img", "peak MiB", "vs official", "vs floor");
   table << line;
   std::string device_desc;
   const Reference reference;
-  for (Precision p : precisions) {
+  for (Precision p : precisions)
+  for (bool invariant : invariances) {
     if (accuracy_only) break;
     GeneratorOptions o;
     o.device = device;
     o.precision = p;
+    o.batch_invariant = invariant;
+    const char* inv = invariant ? "on" : "off";
     Generator gen(model, o);
     device_desc = device_description(gen);
     const std::string pn = to_string(p);
     for (int n : batches) {
       nlohmann::json row;
       row["precision"] = pn;
+      row["batch_invariant"] = invariant;
       row["batch"] = n;
       BenchResult r;
       try {
         r = bench_generate(gen, n, warmup, iters, seed);
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::out_of_memory) throw;
-        std::snprintf(line, sizeof line, "%-9s %5d  out of device memory\n", pn.c_str(), n);
+        std::snprintf(line, sizeof line, "%-9s %-9s %5d  out of device memory\n", pn.c_str(), inv, n);
         table << line;
         row["error"] = e.what();
         out["runs"].push_back(row);
@@ -219,7 +230,7 @@ int run_bench(int argc, char** argv) {
       row["cuda_graph"] = r.graph;
       if (!r.graph) row["cuda_graph_error"] = r.graph_error;
       out["runs"].push_back(row);
-      std::snprintf(line, sizeof line, "%-9s %5d %9.3f %8.3f-%-8.3f %9.1f %8.3f %10.0f %10s %9s%s\n", pn.c_str(), n, med,
+      std::snprintf(line, sizeof line, "%-9s %-9s %5d %9.3f %8.3f-%-8.3f %9.1f %8.3f %10.0f %10s %9s%s\n", pn.c_str(), inv, n, med,
                     mn, mx, img_s, ms_img, peak_mib, vs_off.c_str(), vs_floor.c_str(),
                     r.output_finite && r.output_mean_abs > 0 ? (r.graph ? "" : "  (no CUDA graph)")
                                                              : "  (OUTPUT NOT FINITE OR ZERO)");
@@ -237,14 +248,15 @@ int run_bench(int argc, char** argv) {
       std::vector<std::pair<std::string, float>> sorted = steps;
       std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
       std::ostringstream ps;
-      ps << "profile " << pn << " batch " << profile_batch << " (eager, events around each step): total "
+      ps << "profile " << pn << " (batch invariance " << inv << ") batch " << profile_batch
+         << " (eager, events around each step): total "
          << fmt("%.3f", total) << " ms\n";
       nlohmann::json pj;
       for (const auto& s : sorted) {
         ps << fmt("  %8.3f ms ", s.second) << fmt("%5.1f%%  ", 100.0 * s.second / total) << s.first << "\n";
         pj.push_back({{"step", s.first}, {"ms", s.second}});
       }
-      out["profiles"][pn] = pj;
+      out["profiles"][pn + (invariant ? "" : " (batch invariance off)")] = pj;
       if (!as_json) std::cout << ps.str();
     }
     release_batches(gen);

@@ -138,7 +138,10 @@ void add_model_options(cxxopts::Options& opts, bool with_batch) {
                   "digits32 model (env SG2_MODEL overrides)", cxxopts::value<std::string>(), "FILE")
       ("device", "cpu, cuda or cuda:N (default: cuda when a GPU is usable, else cpu)", cxxopts::value<std::string>(), "DEV")
       ("precision", "auto (fp16 in the checkpoint's fp16 blocks on CUDA, fp32 on CPU), fp32, tf32 or fp16 "
-                    "(tf32/fp16: CUDA only)", cxxopts::value<std::string>()->default_value("auto"), "P");
+                    "(tf32/fp16: CUDA only)", cxxopts::value<std::string>()->default_value("auto"), "P")
+      ("batch-invariance", "on (default): an image's bits never depend on the batch it ran in; off (CUDA): "
+                           "cuDNN for tf32/fp16 convolutions, faster, last bits may change with --batch",
+       cxxopts::value<std::string>()->default_value("on"), "on|off");
   if (with_batch)
     opts.add_options("model")("batch", "images per generator call (default: the backend's choice)",
                               cxxopts::value<std::string>(), "N");
@@ -148,6 +151,10 @@ GeneratorOptions generator_options(const cxxopts::ParseResult& args) {
   GeneratorOptions o;
   if (has(args, "device")) o.device = Device::parse(get(args, "device"));
   o.precision = parse_precision(get(args, "precision"));
+  const std::string inv = get(args, "batch-invariance");
+  if (inv != "on" && inv != "off")
+    fail(ErrorKind::invalid_argument, "--batch-invariance: expected on or off, got '", inv, "'");
+  o.batch_invariant = inv == "on";
   if (has(args, "batch")) o.max_batch = static_cast<int>(parse_int("batch", get(args, "batch"), 1, 1 << 20));
   return o;
 }

@@ -13,6 +13,10 @@
 // split as their fragments are read. Per 32-deep chunk and m16n8 tile: d = 0; for each of its
 // four 8-deep steps d += lo(A) hi(B); d += hi(A) lo(B); d += hi(A) hi(B) on the tensor core; then
 // acc += d in fp32 (round to nearest). Fixed order everywhere.
+// The other operand modes (Tf32x3ConvArgs::Operands) use the same tiles, copies and order: tf32
+// issues only hi(A) hi(B); f16 reads each 32-bit word of the tiles as two fp16 values (a chunk is
+// then 64 channels) and issues one m16n8k16 fp16 MMA per step: the fragments of m16n8k16 sit at the
+// same 32-bit positions as those of m16n8k8 TF32.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -33,13 +37,22 @@ constexpr int kLaunchStages = 3;  // pipeline depth of the launched variant
 constexpr int kAP = kBK + 4;  // A row pitch (floats)
 constexpr int kBP = kBK + 4;  // B row pitch
 
-template <int BN>
+using Ops = Tf32x3ConvArgs::Operands;
+
+template <int BN, Ops OPS = Ops::tf32x3>
 struct Smem {
   static constexpr int kA = kBM * kAP;
   static constexpr int kB = BN * kBP;
-  static constexpr int kStage = kA + 2 * kB;  // floats per stage: A, B hi, B lo
+  static constexpr int kStage = kA + (OPS == Ops::tf32x3 ? 2 : 1) * kB;  // words per stage: A, B hi (, B lo)
   static constexpr size_t bytes(int stages) { return size_t(stages) * kStage * sizeof(float); }
 };
+
+__device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
 
 __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   asm volatile(
@@ -52,18 +65,21 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], 
 // before each fp32 add (1: every step; 4: the
 // whole 32-deep chunk, a quarter of the adds for about twice the truncation error, still at the
 // FMA path's level). kStages: pipeline depth; MINB: resident blocks per SM (register budget).
-template <int BN, int KCHAIN, int kStages, int MINB, bool TR>
+template <int BN, int KCHAIN, int kStages, int MINB, bool TR, Ops OPS>
 __global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvArgs a) {
-  using S = Smem<BN>;
+  using S = Smem<BN, OPS>;
+  constexpr int ESZ = tc_element_bytes(OPS);
   constexpr int WN = BN / 2;  // channels per warp
   constexpr int MT = 2;       // m16 tiles per warp (32 pixels)
   constexpr int NT = WN / 8;  // n8 tiles per warp
   extern __shared__ __align__(16) float smem[];
 
   const int tid = threadIdx.x;
-  const dev::Tf32x3Tile<TR> tl(a, BN);
+  const dev::Tf32x3Tile<TR, ESZ> tl(a, BN);
   if (tl.m0 >= tl.M) return;  // whole block (phases have different sizes)
   const int n0 = tl.n0, nchunks = tl.nchunks, cbeg = tl.cbeg;
+  const char* w_hi = static_cast<const char*>(a.w_hi);
+  const char* w_lo = reinterpret_cast<const char*>(a.w_lo);
 
   auto issue = [&](int c, int stage) {
     float* As = smem + stage * S::kStage;
@@ -77,9 +93,9 @@ __global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvA
 #pragma unroll
     for (int q = tid; q < total; q += kThreads) {
       const int n = q >> 3, sg = q & 7;
-      const size_t off = (size_t(n0 + n) * 9 + tp.index) * a.Cin + ci0 + 4 * sg;
-      dev::cp_async16(Bh + n * kBP + 4 * sg, a.w_hi + off, 16);
-      dev::cp_async16(Bl + n * kBP + 4 * sg, a.w_lo + off, 16);
+      const size_t off = ((size_t(n0 + n) * 9 + tp.index) * a.Cin + ci0) * ESZ + 16 * sg;
+      dev::cp_async16(Bh + n * kBP + 4 * sg, w_hi + off, 16);
+      if constexpr (OPS == Ops::tf32x3) dev::cp_async16(Bl + n * kBP + 4 * sg, w_lo + off, 16);
     }
   };
 
@@ -109,22 +125,30 @@ __global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvA
     const uint32_t* Bh = reinterpret_cast<const uint32_t*>(As + S::kA);
     const uint32_t* Bl = Bh + S::kB;
 #pragma unroll
-    for (int ks = 0; ks < kBK; ks += 8) {
+    for (int ks = 0; ks < kBK; ks += 8) {  // 8 words: 8 TF32 or 16 fp16 values of k
       uint32_t ahi[MT][4], alo[MT][4];
 #pragma unroll
       for (int i = 0; i < MT; ++i) {
         const float* p = As + (wm + 16 * i + g) * kAP + ks + t4;
-        dev::tf32_split(p[0], ahi[i][0], alo[i][0]);
-        dev::tf32_split(p[8 * kAP], ahi[i][1], alo[i][1]);
-        dev::tf32_split(p[4], ahi[i][2], alo[i][2]);
-        dev::tf32_split(p[8 * kAP + 4], ahi[i][3], alo[i][3]);
+        const float v[4] = {p[0], p[8 * kAP], p[4], p[8 * kAP + 4]};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          if constexpr (OPS == Ops::tf32x3) dev::tf32_split(v[e], ahi[i][e], alo[i][e]);
+          else if constexpr (OPS == Ops::tf32) ahi[i][e] = __float_as_uint(v[e]) & 0xffffe000u;  // truncated
+          else ahi[i][e] = __float_as_uint(v[e]);  // two fp16 values
+        }
       }
 #pragma unroll
       for (int j = 0; j < NT; ++j) {  // one n8 tile's filter fragments at a time (registers)
         const int n = wn + 8 * j + g;
         const int i0 = n * kBP + ks + t4;
         const int i1 = i0 + 4;
-        const uint32_t bhi[2] = {Bh[i0], Bh[i1]}, blo[2] = {Bl[i0], Bl[i1]};
+        const uint32_t bhi[2] = {Bh[i0], Bh[i1]};
+        uint32_t blo[2] = {0, 0};
+        if constexpr (OPS == Ops::tf32x3) {
+          blo[0] = Bl[i0];
+          blo[1] = Bl[i1];
+        }
 #pragma unroll
         for (int i = 0; i < MT; ++i) {
           const int step = ks / 8;
@@ -134,9 +158,15 @@ __global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvA
 #pragma unroll
             for (int e = 0; e < 4; ++e) d[e] = 0.0f;
           }
-          mma_tf32(d, alo[i], bhi);
-          mma_tf32(d, ahi[i], blo);
-          mma_tf32(d, ahi[i], bhi);
+          if constexpr (OPS == Ops::tf32x3) {
+            mma_tf32(d, alo[i], bhi);
+            mma_tf32(d, ahi[i], blo);
+            mma_tf32(d, ahi[i], bhi);
+          } else if constexpr (OPS == Ops::tf32) {
+            mma_tf32(d, ahi[i], bhi);
+          } else {
+            mma_f16(d, ahi[i], bhi);
+          }
           if (step % KCHAIN == KCHAIN - 1) {
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[i][j][e] += d[e];
@@ -157,13 +187,14 @@ __global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvA
       const size_t o = tl.out_offset(a, m);
 #pragma unroll
       for (int j = 0; j < NT; ++j)
-        *reinterpret_cast<float2*>(tl.yout + o + n0 + wn + 8 * j + 2 * t4) =
-            make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+        dev::store_pair<ESZ>(a, tl.partial, o + n0 + wn + 8 * j + 2 * t4, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
     }
 }
 
-/// y = sum over s of partial[s] in the order s = 0, 1, ... (fp32, round to nearest).
-__global__ void split_k_sum_kernel(const float4* partial, int64_t n4, int splits, float4* y) {
+/// y = sum over s of partial[s] in the order s = 0, 1, ... (fp32, round to nearest), stored as
+/// fp32 or (F16) fp16.
+template <bool F16>
+__global__ void split_k_sum_kernel(const float4* partial, int64_t n4, int splits, void* y) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n4; i += int64_t(gridDim.x) * blockDim.x) {
     float4 acc = partial[i];
     for (int s = 1; s < splits; ++s) {
@@ -173,7 +204,13 @@ __global__ void split_k_sum_kernel(const float4* partial, int64_t n4, int splits
       acc.z += v.z;
       acc.w += v.w;
     }
-    y[i] = acc;
+    if constexpr (F16) {
+      __half2* o = static_cast<__half2*>(y) + 2 * i;
+      o[0] = __floats2half2_rn(acc.x, acc.y);
+      o[1] = __floats2half2_rn(acc.z, acc.w);
+    } else {
+      static_cast<float4*>(y)[i] = acc;
+    }
   }
 }
 
@@ -183,11 +220,12 @@ int64_t out_elems(const Tf32x3ConvArgs& a) {
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
-template <int BN, int KCHAIN, int STAGES, int MINB>
+template <int BN, int KCHAIN, int STAGES, int MINB, Ops OPS>
 void launch_v(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
-  constexpr size_t bytes = Smem<BN>::bytes(STAGES);
+  constexpr size_t bytes = Smem<BN, OPS>::bytes(STAGES);
   // the transposed conv is a template parameter: no run-time selects in the inner loops
-  auto* k = a.transposed ? conv_tf32x3_kernel<BN, KCHAIN, STAGES, MINB, true> : conv_tf32x3_kernel<BN, KCHAIN, STAGES, MINB, false>;
+  auto* k = a.transposed ? conv_tf32x3_kernel<BN, KCHAIN, STAGES, MINB, true, OPS>
+                         : conv_tf32x3_kernel<BN, KCHAIN, STAGES, MINB, false, OPS>;
   // opt in to more than 48 KiB of dynamic shared memory (a host-side setting; cheap)
   SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
   k<<<grid, kThreads, bytes, stream>>>(a);
@@ -198,7 +236,11 @@ void launch(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
   // Chained 32-deep chunks, 3 stages, 2 blocks per SM: the fastest of the variants measured on an
   // H200 (docs/performance-notes.md, run 7: every-step adds 231 img/s, chunk chains with 4 stages
   // and 1 block/SM 233, this 242 at ffhq1024-f fp32 batch 32), at the FMA path's accuracy.
-  launch_v<BN, 4, kLaunchStages, 2>(a, grid, stream);
+  switch (a.operands) {
+    case Ops::tf32x3: launch_v<BN, 4, kLaunchStages, 2, Ops::tf32x3>(a, grid, stream); break;
+    case Ops::tf32: launch_v<BN, 4, kLaunchStages, 2, Ops::tf32>(a, grid, stream); break;
+    case Ops::f16: launch_v<BN, 4, kLaunchStages, 2, Ops::f16>(a, grid, stream); break;
+  }
 }
 
 }  // namespace
@@ -206,17 +248,18 @@ void launch(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
 bool conv2d_tf32x3_shape_ok(const Tf32x3ConvArgs& a) {
   const int64_t M = int64_t(a.N) * (a.H + 1) * (a.W + 1);
   const int64_t in = int64_t(a.N) * a.H * a.W;
-  return a.N > 0 && a.H > 0 && a.W > 0 && a.H < 16384 && a.W < 16384 && a.Cin > 0 && a.Cin % kBK == 0 &&
-         a.Cout > 0 && a.Cout % 32 == 0 && M < (int64_t(1) << 31) - kBM && in < (int64_t(1) << 31);
+  return a.N > 0 && a.H > 0 && a.W > 0 && a.H < 16384 && a.W < 16384 && a.Cin > 0 &&
+         a.Cin % tc_chunk_channels(a.operands) == 0 && a.Cout > 0 && a.Cout % 32 == 0 &&
+         M < (int64_t(1) << 31) - kBM && in < (int64_t(1) << 31);
 }
 
 bool conv2d_tf32x3_supports(const Tf32x3ConvArgs& a) {
   const int64_t M = int64_t(a.N) * (a.H + 1) * (a.W + 1);
   const int64_t in = int64_t(a.N) * a.H * a.W;
-  return conv2d_tf32x3_shape_ok(a) && a.x && a.y && a.N > 0 && a.H < 16384 && a.W < 16384 && a.Cin % kBK == 0 &&
-         a.Cout % 32 == 0 && a.Cout > 0 && M < (int64_t(1) << 31) - kBM &&
-         in < (int64_t(1) << 31) && aligned16(a.x) && a.w_hi && a.w_lo && aligned16(a.w_hi) && aligned16(a.w_lo) &&
-         aligned16(a.y) && a.splits >= 1 && a.splits <= 32 && (a.splits == 1 || aligned16(a.partial));
+  const bool lo_ok = a.operands != Tf32x3ConvArgs::Operands::tf32x3 || (a.w_lo && aligned16(a.w_lo));
+  return conv2d_tf32x3_shape_ok(a) && a.x && a.y && M < (int64_t(1) << 31) - kBM && in < (int64_t(1) << 31) &&
+         aligned16(a.x) && a.w_hi && aligned16(a.w_hi) && lo_ok && aligned16(a.y) && a.splits >= 1 && a.splits <= 32 &&
+         (a.splits == 1 || aligned16(a.partial));
 }
 
 bool conv2d_tf32x3_wgmma_probe() { return tf32x3_wgmma_probe(); }
@@ -243,7 +286,7 @@ int conv2d_tf32x3_choose_splits(const Tf32x3ConvArgs& a, int num_sms) {
   const int bn = conv2d_tf32x3_block_channels(a, a.impl);
   if (bn == 0) return 1;
   const int resident = a.impl == Tf32x3ConvArgs::Impl::wgmma ? 1 : 2;  // blocks per SM
-  const int cpt = a.Cin / kBK;
+  const int cpt = a.Cin / tc_chunk_channels(a.operands);
   int64_t work = 0;  // chunk steps of all blocks
   int max_chunks = 0;
   for (int ph = 0; ph < (a.transposed ? 4 : 1); ++ph) {
@@ -287,8 +330,10 @@ void conv2d_tf32x3(const Tf32x3ConvArgs& a, cudaStream_t stream) {
   if (a.splits > 1) {
     const int64_t n4 = out_elems(a) / 4;
     const int blocks = static_cast<int>(std::min<int64_t>((n4 + 255) / 256, 1024));
-    split_k_sum_kernel<<<blocks, 256, 0, stream>>>(reinterpret_cast<const float4*>(a.partial), n4, a.splits,
-                                                   reinterpret_cast<float4*>(a.y));
+    if (a.operands == Tf32x3ConvArgs::Operands::f16)
+      split_k_sum_kernel<true><<<blocks, 256, 0, stream>>>(reinterpret_cast<const float4*>(a.partial), n4, a.splits, a.y);
+    else
+      split_k_sum_kernel<false><<<blocks, 256, 0, stream>>>(reinterpret_cast<const float4*>(a.partial), n4, a.splits, a.y);
     SG2_LAUNCH_CHECK("split_k_sum_kernel");
   }
 }

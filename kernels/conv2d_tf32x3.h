@@ -41,13 +41,21 @@
 namespace sg2::cuda {
 
 struct Tf32x3ConvArgs {
+  /// What the tensor cores multiply (per multiply-add of the convolution):
+  ///   tf32x3: fp32 x, w, y; three TF32 products, hi(x)hi(w) + lo(x)hi(w) + hi(x)lo(w): fp32-accurate
+  ///   tf32:   fp32 x, w, y; one TF32 product, hi(x)hi(w) (x truncated, w rounded to TF32; w_lo unused)
+  ///   f16:    fp16 x, w (w_hi), y; one fp16 product (exact), fp32 sums; chunks of 64 channels
+  /// Every mode sums 128-byte chunks of k (32 fp32 or 64 fp16 channels of one tap) in the tensor
+  /// core from zero and adds each chunk to an fp32 accumulator (round to nearest), in a fixed order.
+  enum class Operands { tf32x3, tf32, f16 };
+  Operands operands = Operands::tf32x3;
   int N = 0, H = 0, W = 0;  // input size
   int Cin = 0, Cout = 0;
   bool transposed = false;
-  const float* x = nullptr;     // [N, H, W, Cin]
-  const float* w_hi = nullptr;  // the filter's TF32 heads, [Cout, 3, 3, Cin] (tf32x3_pack_weights)
-  const float* w_lo = nullptr;  // its tails, same layout
-  float* y = nullptr;           // forward [N, H, W, Cout]; transposed [N, 2H + 1, 2W + 1, Cout]
+  const void* x = nullptr;     // [N, H, W, Cin] fp32 (fp16 for Operands::f16)
+  const void* w_hi = nullptr;  // the filter [Cout, 3, 3, Cin]: its TF32 heads (tf32x3_pack_weights), or fp16
+  const float* w_lo = nullptr; // tf32x3: its tails, same layout
+  void* y = nullptr;           // forward [N, H, W, Cout]; transposed [N, 2H + 1, 2W + 1, Cout]; fp32 (fp16 for f16)
   int splits = 1;               // split-K: > 1 sums `splits` partial outputs (in order) into y
   float* partial = nullptr;     // splits > 1: conv2d_tf32x3_workspace(*this) bytes, 16-byte aligned
   /// Which implementation runs: mma.sync (sm_80+), or wgmma (where conv2d_tf32x3_wgmma_probe() said
@@ -60,6 +68,11 @@ struct Tf32x3ConvArgs {
   /// (tf32x3_wgmma_activation_box); false: cp.async per thread everywhere (A/B measurements).
   bool tma_activations = true;
 };
+
+/// Bytes per element of x, w and y for these operands (4, or 2 for fp16).
+constexpr int tc_element_bytes(Tf32x3ConvArgs::Operands o) { return o == Tf32x3ConvArgs::Operands::f16 ? 2 : 4; }
+/// Input channels per 128-byte chunk of k: 32 (fp32 data) or 64 (fp16).
+constexpr int tc_chunk_channels(Tf32x3ConvArgs::Operands o) { return 128 / tc_element_bytes(o); }
 
 /// Host: w = hi + lo with hi = w rounded to TF32 (10 significand bits, to nearest, ties away from
 /// zero; truncated where rounding would overflow) and lo = w - hi (exact). Finite w (checked at load).
@@ -92,6 +105,18 @@ inline void tf32x3_pack_weights(const float* w, int cin, int cout, bool transpos
       }
 }
 
+/// Host: the filter in the kernels' layout without splitting (tf32 uses tf32x3_pack_weights' hi,
+/// fp16 this after conversion): w forward [Cout, 3, 3, Cin] or transposed [Cin, 3, 3, Cout] ->
+/// out [Cout, 3, 3, Cin].
+inline void tc_pack_weights(const float* w, int cin, int cout, bool transposed, float* out) {
+  for (int o = 0; o < cout; ++o)
+    for (int t = 0; t < 9; ++t)
+      for (int i = 0; i < cin; ++i) {
+        const size_t dst = (size_t(o) * 9 + t) * cin + i;
+        out[dst] = transposed ? w[(size_t(i) * 9 + t) * cout + o] : w[dst];
+      }
+}
+
 /// Whether the wgmma implementation runs on the current device: an sm_90 GPU, and this binary
 /// carries sm_90a code. A probe launch every call (the engine asks once per backend, when it
 /// probes the device: engine/src/cuda/device_caps.h); call outside stream capture.
@@ -103,7 +128,7 @@ PFN_cuTensorMapEncodeTiled_v12000 conv2d_tf32x3_tensor_map_encoder();
 /// cannot take the shape; mma.sync: 64 or 32).
 int conv2d_tf32x3_block_channels(const Tf32x3ConvArgs& a, Tf32x3ConvArgs::Impl impl);
 
-/// The shape alone (no pointers): Cin % 32 == 0, Cout % 32 == 0, sizes in range.
+/// The shape alone (no pointers): Cin a multiple of tc_chunk_channels (32, or 64 for fp16), Cout % 32 == 0, sizes in range.
 bool conv2d_tf32x3_shape_ok(const Tf32x3ConvArgs& a);
 /// Shape and buffers (non-null, 16-byte aligned; partial for splits > 1).
 bool conv2d_tf32x3_supports(const Tf32x3ConvArgs& a);

@@ -19,6 +19,10 @@
 // (the cp.async data; stage reuse) and the mbarrier wait (the TMA data) order everything.
 // Measured on an H200 (docs/performance-notes.md, session 4): b64.conv1 of ffhq1024-f at batch 32
 // in 4.8-5.2 ms, 75-80 % of the tensor cores' measured TF32 rate (three MMAs per multiply-add).
+// The other operand modes (Tf32x3ConvArgs::Operands) share everything but the MMAs: tf32 issues
+// hi(A) hi(B) alone; f16 moves fp16 data (a 128-byte row is then 64 channels), uses each 32-bit
+// word of the A fragment as two fp16 values (the m64k16 fp16 fragment sits at the same word
+// positions as the m64k8 TF32 one) and issues one m64nNk16 fp16 wgmma per 32-byte step.
 #include <cuda.h>          // CUtensorMap and its enums
 #include <cudaTypedefs.h>  // the encoder's type (the function itself comes through the runtime)
 
@@ -38,8 +42,9 @@ namespace sg2::cuda {
 
 namespace {
 
-constexpr int kBM = 128, kBK = 32, kThreads = 256;
-constexpr int kAP = kBK + 4;  // activation tile row pitch (floats)
+constexpr int kBM = 128, kBK = 32, kThreads = 256;  // kBK: 32-bit words per 128-byte row
+constexpr int kAP = kBK + 4;  // activation tile row pitch (words)
+using Ops = Tf32x3ConvArgs::Operands;
 
 template <int BN>
 struct WgCfg {
@@ -151,12 +156,70 @@ __device__ __forceinline__ void wgmma(float (&d)[BN / 2], const uint32_t (&a)[4]
   if constexpr (BN == 64) wgmma_n64(d, a, b, scale_d);
   else wgmma_n128(d, a, b, scale_d);
 }
+
+/// D (64 x 64 fp32) (+)= A (64 x 16 fp16, registers: two per 32-bit word) B (16 x 64 fp16, shared
+/// memory by descriptor, K-major); scale_d = 0: D = A B.
+__device__ __forceinline__ void wgmma_f16_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
+}
+
+/// D (64 x 128 fp32) (+)= A (64 x 16 fp16, registers) B (16 x 128 fp16, shared memory, K-major).
+__device__ __forceinline__ void wgmma_f16_n128(float (&d)[64], const uint32_t (&a)[4], uint64_t b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
+}
+
+template <int BN>
+__device__ __forceinline__ void wgmma_f16(float (&d)[BN / 2], const uint32_t (&a)[4], uint64_t b, int scale_d) {
+  if constexpr (BN == 64) wgmma_f16_n64(d, a, b, scale_d);
+  else wgmma_f16_n128(d, a, b, scale_d);
+}
 #endif  // SG2_HAVE_WGMMA
+
+/// A 32-bit word of the A fragment as the tensor cores take it: tf32x3 splits the fp32 value
+/// into hi and lo, tf32 truncates it to TF32, f16 passes its two fp16 values through.
+template <Ops OPS>
+__device__ __forceinline__ void fragment(float v, uint32_t& hi, uint32_t& lo) {
+  if constexpr (OPS == Ops::tf32x3) {
+    dev::tf32_split(v, hi, lo);
+  } else if constexpr (OPS == Ops::tf32) {
+    hi = __float_as_uint(v) & 0xffffe000u;
+    lo = 0;
+  } else {
+    hi = __float_as_uint(v);
+    lo = 0;
+  }
+}
 
 // TA: the activation tile by TMA too (forward convolutions whose 128-pixel tiles are boxes of the
 // [N, H, W, Cin] tensor, tf32x3_wgmma_activation_box): one 4-D copy per chunk, the padding zero-filled by the copy
 // engine, 128-byte swizzled; else cp.async per thread into [128][36] floats.
-template <int BN, bool TR, bool TA>
+template <int BN, bool TR, bool TA, Ops OPS>
 __global__ void __launch_bounds__(kThreads, 1)
     conv_tf32x3_wgmma_kernel(Tf32x3ConvArgs a, const __grid_constant__ CUtensorMap map_hi,
                              const __grid_constant__ CUtensorMap map_lo, const __grid_constant__ CUtensorMap map_x) {
@@ -164,6 +227,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #ifdef SG2_HAVE_WGMMA
   using C = WgCfg<BN>;
   constexpr int R = BN / 2;  // accumulator registers per thread
+  constexpr int ESZ = tc_element_bytes(OPS);
+  constexpr int kC = tc_chunk_channels(OPS);  // input channels per chunk
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const uint32_t raw_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
   const uint32_t pad = (1024u - (raw_addr & 1023u)) & 1023u;
@@ -171,7 +236,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t sbase = raw_addr + pad;
 
   const int tid = threadIdx.x;
-  const dev::Tf32x3Tile<TR> tl(a, BN);
+  const dev::Tf32x3Tile<TR, ESZ> tl(a, BN);
   if (tl.m0 >= tl.M) return;  // whole block (phases have different sizes)
   const int n0 = tl.n0, nchunks = tl.nchunks, cbeg = tl.cbeg;
   constexpr int S = C::kStages;
@@ -190,7 +255,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // TMA copies by thread 0, which write the 128-byte swizzle themselves and complete on the
   // stage's mbarrier.
   const int seg = tid & 7, row = tid >> 3;
-  int cur_t = cbeg / tl.cpt, cur_ci = (cbeg - cur_t * tl.cpt) * kBK;
+  int cur_t = cbeg / tl.cpt, cur_ci = (cbeg - cur_t * tl.cpt) * kC;
   int src_pix[4], tap_off = 0, box_x = 0, box_y = 0, box_n = 0;
   if constexpr (TA) {  // the tile's first pixel: sample, row, column (the box's origin before the tap)
     const int hw = a.H * a.W;
@@ -219,21 +284,22 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr (!TA) {
       unsigned char* st = smem + stage * C::kStage;
       float* As = reinterpret_cast<float*>(st + 2 * C::kBBytes) + row * kAP + 4 * seg;
-      const float* xs = a.x + cur_ci + 4 * seg;
+      const char* x = static_cast<const char*>(a.x);
+      const char* xs = x + size_t(cur_ci) * ESZ + 16 * seg;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const bool in = src_pix[j] >= 0;
-        dev::cp_async16(As + 32 * j * kAP, in ? xs + size_t(src_pix[j]) * a.Cin : a.x, in ? 16 : 0);
+        dev::cp_async16(As + 32 * j * kAP, in ? xs + size_t(src_pix[j]) * a.Cin * ESZ : x, in ? 16 : 0);
       }
     }
     if (tid == 0) {
       const uint32_t dst = sbase + stage * C::kStage, bar = bars + 8 * stage;
-      mbar_expect_tx(bar, 2 * C::kBBytes + (TA ? kBM * kBK * 4 : 0));
+      mbar_expect_tx(bar, (OPS == Ops::tf32x3 ? 2 : 1) * C::kBBytes + (TA ? kBM * 128 : 0));
       tma_load_2d(dst, &map_hi, tap_off + cur_ci, n0, bar);
-      tma_load_2d(dst + C::kBBytes, &map_lo, tap_off + cur_ci, n0, bar);
+      if constexpr (OPS == Ops::tf32x3) tma_load_2d(dst + C::kBBytes, &map_lo, tap_off + cur_ci, n0, bar);
       if constexpr (TA) tma_load_4d(dst + 2 * C::kBBytes, &map_x, cur_ci, ox, oy, box_n, bar);
     }
-    cur_ci += kBK;
+    cur_ci += kC;
     if (cur_ci == a.Cin) {  // next tap (past the last one: computed, never used)
       cur_ci = 0;
       set_tap(++cur_t);
@@ -285,19 +351,19 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
         const int q0 = ((2 * s) ^ g) * 4, q1 = ((2 * s + 1) ^ g) * 4;
-        dev::tf32_split(p[q0], xhi[s][0], xlo[s][0]);
-        dev::tf32_split(p[8 * kBK + q0], xhi[s][1], xlo[s][1]);
-        dev::tf32_split(p[q1], xhi[s][2], xlo[s][2]);
-        dev::tf32_split(p[8 * kBK + q1], xhi[s][3], xlo[s][3]);
+        fragment<OPS>(p[q0], xhi[s][0], xlo[s][0]);
+        fragment<OPS>(p[8 * kBK + q0], xhi[s][1], xlo[s][1]);
+        fragment<OPS>(p[q1], xhi[s][2], xlo[s][2]);
+        fragment<OPS>(p[8 * kBK + q1], xhi[s][3], xlo[s][3]);
       }
     } else {
       const float* p = at + (wr + g) * kAP + t4;
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
-        dev::tf32_split(p[8 * s], xhi[s][0], xlo[s][0]);
-        dev::tf32_split(p[8 * kAP + 8 * s], xhi[s][1], xlo[s][1]);
-        dev::tf32_split(p[8 * s + 4], xhi[s][2], xlo[s][2]);
-        dev::tf32_split(p[8 * kAP + 8 * s + 4], xhi[s][3], xlo[s][3]);
+        fragment<OPS>(p[8 * s], xhi[s][0], xlo[s][0]);
+        fragment<OPS>(p[8 * kAP + 8 * s], xhi[s][1], xlo[s][1]);
+        fragment<OPS>(p[8 * s + 4], xhi[s][2], xlo[s][2]);
+        fragment<OPS>(p[8 * kAP + 8 * s + 4], xhi[s][3], xlo[s][3]);
       }
     }
     if constexpr (!decltype(first)::value) retire(yhi, ylo);  // chunk c - 1
@@ -307,9 +373,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     wg_fence();
 #pragma unroll
     for (int s = 0; s < 4; ++s) {  // k step s: 32 bytes into each 128-byte filter row
-      wgmma<BN>(part, xlo[s], smem_desc(bh + 32 * s), s > 0);
-      wgmma<BN>(part, xhi[s], smem_desc(bl + 32 * s), 1);
-      wgmma<BN>(part, xhi[s], smem_desc(bh + 32 * s), 1);
+      if constexpr (OPS == Ops::tf32x3) {
+        wgmma<BN>(part, xlo[s], smem_desc(bh + 32 * s), s > 0);
+        wgmma<BN>(part, xhi[s], smem_desc(bl + 32 * s), 1);
+        wgmma<BN>(part, xhi[s], smem_desc(bh + 32 * s), 1);
+      } else if constexpr (OPS == Ops::tf32) {
+        wgmma<BN>(part, xhi[s], smem_desc(bh + 32 * s), s > 0);
+      } else {
+        wgmma_f16<BN>(part, xhi[s], smem_desc(bh + 32 * s), s > 0);
+      }
     }
     wg_commit();
   };
@@ -329,10 +401,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int h = 0; h < 2; ++h) {
     const int m = tl.m0 + wr + g + 8 * h;
     if (m >= tl.M) continue;
-    float* o = tl.yout + tl.out_offset(a, m) + n0 + 2 * t4;
+    const size_t o = tl.out_offset(a, m) + n0 + 2 * t4;
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j)
-      *reinterpret_cast<float2*>(o + 8 * j) = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+    for (int j = 0; j < BN / 8; ++j) dev::store_pair<ESZ>(a, tl.partial, o + 8 * j, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
   }
 #else
   // built without sm_90a code: conv2d_tf32x3_wgmma_probe() says false, never launched
@@ -373,13 +444,15 @@ bool probe_device() {
 
 /// TMA map of a packed filter [Cout, 9 Cin] (fp32): boxes of 32 k x BN rows, 128-byte swizzle
 /// (the layout the kernel's descriptors name).
-CUtensorMap filter_map(PFN_cuTensorMapEncodeTiled_v12000 encode, const float* w, int cin, int cout, int bn) {
+CUtensorMap filter_map(const Tf32x3ConvArgs& a, const void* w, int bn) {
   CUtensorMap m;
-  const cuuint64_t dims[2] = {cuuint64_t(9) * cin, cuuint64_t(cout)};
-  const cuuint64_t strides[1] = {cuuint64_t(9) * cin * sizeof(float)};
-  const cuuint32_t box[2] = {cuuint32_t(kBK), cuuint32_t(bn)};
+  const int esz = tc_element_bytes(a.operands);
+  const cuuint64_t dims[2] = {cuuint64_t(9) * a.Cin, cuuint64_t(a.Cout)};
+  const cuuint64_t strides[1] = {cuuint64_t(9) * a.Cin * esz};
+  const cuuint32_t box[2] = {cuuint32_t(tc_chunk_channels(a.operands)), cuuint32_t(bn)};
   const cuuint32_t estr[2] = {1, 1};
-  const CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(w), dims, strides,
+  const CUtensorMapDataType dt = esz == 2 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  const CUresult r = a.encode_tensor_map(&m, dt, 2, const_cast<void*>(w), dims, strides,
                                           box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                           CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) fail(ErrorKind::device, "conv2d_tf32x3: cuTensorMapEncodeTiled failed (CUresult ", int(r), ")");
@@ -390,34 +463,45 @@ CUtensorMap filter_map(PFN_cuTensorMapEncodeTiled_v12000 encode, const float* w,
 CUtensorMap act_map(const Tf32x3ConvArgs& a, const uint32_t (&box)[4]) {
   CUtensorMap m;
   const cuuint64_t dims[4] = {cuuint64_t(a.Cin), cuuint64_t(a.W), cuuint64_t(a.H), cuuint64_t(a.N)};
-  const cuuint64_t px = cuuint64_t(a.Cin) * sizeof(float);
+  const int esz = tc_element_bytes(a.operands);
+  const cuuint64_t px = cuuint64_t(a.Cin) * esz;
   const cuuint64_t strides[3] = {px, px * a.W, px * a.W * a.H};
   const cuuint32_t estr[4] = {1, 1, 1, 1};
-  const CUresult r = a.encode_tensor_map(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<float*>(a.x), dims, strides,
+  const CUtensorMapDataType dt = esz == 2 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  const CUresult r = a.encode_tensor_map(&m, dt, 4, const_cast<void*>(a.x), dims, strides,
                                           box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                           CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) fail(ErrorKind::device, "conv2d_tf32x3: cuTensorMapEncodeTiled (activations) failed (CUresult ", int(r), ")");
   return m;
 }
 
-template <int BN, bool TR, bool TA>
+template <int BN, bool TR, bool TA, Ops OPS>
 void launch_t(const Tf32x3ConvArgs& a, dim3 grid, const CUtensorMap& map_x, cudaStream_t stream) {
-  auto* k = conv_tf32x3_wgmma_kernel<BN, TR, TA>;
+  auto* k = conv_tf32x3_wgmma_kernel<BN, TR, TA, OPS>;
   SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(WgCfg<BN>::kSmem)));
-  const CUtensorMap hi = filter_map(a.encode_tensor_map, a.w_hi, a.Cin, a.Cout, BN),
-                    lo = filter_map(a.encode_tensor_map, a.w_lo, a.Cin, a.Cout, BN);
+  const CUtensorMap hi = filter_map(a, a.w_hi, BN);
+  const CUtensorMap lo = OPS == Ops::tf32x3 ? filter_map(a, a.w_lo, BN) : CUtensorMap{};
   k<<<grid, kThreads, WgCfg<BN>::kSmem, stream>>>(a, hi, lo, map_x);
+}
+
+template <int BN, Ops OPS>
+void launch_ops(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
+  uint32_t box[4];
+  if (tf32x3_wgmma_activation_box(a, box)) {
+    launch_t<BN, false, true, OPS>(a, grid, act_map(a, box), stream);
+  } else {
+    CUtensorMap unused{};
+    if (a.transposed) launch_t<BN, true, false, OPS>(a, grid, unused, stream);
+    else launch_t<BN, false, false, OPS>(a, grid, unused, stream);
+  }
 }
 
 template <int BN>
 void launch_bn(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
-  uint32_t box[4];
-  if (tf32x3_wgmma_activation_box(a, box)) {
-    launch_t<BN, false, true>(a, grid, act_map(a, box), stream);
-  } else {
-    CUtensorMap unused{};
-    if (a.transposed) launch_t<BN, true, false>(a, grid, unused, stream);
-    else launch_t<BN, false, false>(a, grid, unused, stream);
+  switch (a.operands) {
+    case Ops::tf32x3: launch_ops<BN, Ops::tf32x3>(a, grid, stream); break;
+    case Ops::tf32: launch_ops<BN, Ops::tf32>(a, grid, stream); break;
+    case Ops::f16: launch_ops<BN, Ops::f16>(a, grid, stream); break;
   }
 }
 
@@ -425,7 +509,7 @@ void launch_bn(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
 
 bool tf32x3_wgmma_activation_box(const Tf32x3ConvArgs& a, uint32_t (&box)[4]) {
   if (a.transposed || !a.tma_activations) return false;
-  box[0] = kBK;
+  box[0] = uint32_t(tc_chunk_channels(a.operands));
   if (a.W <= kBM && kBM % a.W == 0) {
     const int rows = kBM / a.W;
     box[1] = a.W;

@@ -2,6 +2,8 @@
 // (kernels/conv2d_tf32x3.cu: mma.sync; kernels/conv2d_tf32x3_sm90.cu: wgmma). Device code only.
 #pragma once
 
+#include <cuda_fp16.h>
+
 #include <cstdint>
 
 #include "kernels/conv2d_tf32x3.h"
@@ -19,6 +21,19 @@ __device__ __forceinline__ void tf32_split(float v, uint32_t& hi, uint32_t& lo) 
   lo = __float_as_uint(v - __uint_as_float(hi));
 }
 
+/// Stores two adjacent outputs at element offset o: into the split's fp32 partial output when
+/// there is one, else into y, as fp32 (ESZ 4) or fp16 (ESZ 2, rounded to nearest).
+template <int ESZ>
+__device__ __forceinline__ void store_pair(const Tf32x3ConvArgs& a, float* partial, size_t o, float v0, float v1) {
+  if (partial != nullptr) {
+    *reinterpret_cast<float2*>(partial + o) = make_float2(v0, v1);
+  } else if constexpr (ESZ == 2) {
+    *reinterpret_cast<__half2*>(static_cast<__half*>(a.y) + o) = __floats2half2_rn(v0, v1);
+  } else {
+    *reinterpret_cast<float2*>(static_cast<float*>(a.y) + o) = make_float2(v0, v1);
+  }
+}
+
 /// 16-byte global -> shared copy; src_bytes 0 fills zeros (src must still be a valid address).
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
   const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
@@ -31,16 +46,17 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 
 
-/// One thread block's share of a 3xTF32 convolution GEMM (both kernels): blockIdx.x = 128-pixel
+/// One thread block's share of a tensor-core convolution GEMM (both kernels): blockIdx.x = 128-pixel
 /// tile of one phase's output pixels, blockIdx.y = BN-channel tile, blockIdx.z = phase + phases *
-/// split-K index. k runs over chunks of 32 input channels of one tap (tap-major). Also the
-/// block's A (activation) copies: 256 threads, 4 per thread per chunk, pixels (tid >> 3) + 32 j,
-/// 16-byte segment tid & 7, zero-filled outside the image.
-template <bool TR>
+/// split-K index. k runs over 128-byte chunks of input channels of one tap (tap-major): 32 fp32
+/// or 64 fp16 channels (ESZ: bytes per element). Also the block's A (activation) copies: 256
+/// threads, 4 per thread per chunk, pixels (tid >> 3) + 32 j, 16-byte segment tid & 7, zero-filled
+/// outside the image.
+template <bool TR, int ESZ = 4>
 struct Tf32x3Tile {
-  static constexpr int kBM = 128, kBK = 32;
+  static constexpr int kBM = 128, kBK = 128 / ESZ;  // kBK: channels per chunk
   int py, px, Wo, HWo, M, m0, n0, nx, cpt, cbeg, nchunks;
-  float* yout;
+  float* partial;  // split-K: this split's fp32 partial output; null: the kernel writes y
   int apix[4];  // the sample's first input pixel n*H*W; the tap adds (y + dy) * W + (x + dx)
   int ayx[4];   // y << 16 | x of the output pixel (y = -20000 past the last pixel: never inside)
 
@@ -63,9 +79,9 @@ struct Tf32x3Tile {
     const int per_split = (all_chunks + a.splits - 1) / a.splits;
     cbeg = min(all_chunks, split_k * per_split);
     nchunks = min(all_chunks, cbeg + per_split) - cbeg;
-    yout = a.splits > 1
-               ? a.partial + size_t(split_k) * a.N * (TR ? (2 * a.H + 1) * (2 * a.W + 1) : a.H * a.W) * a.Cout
-               : a.y;
+    partial = a.splits > 1
+                  ? a.partial + size_t(split_k) * a.N * (TR ? (2 * a.H + 1) * (2 * a.W + 1) : a.H * a.W) * a.Cout
+                  : nullptr;
     const int tid = threadIdx.x;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -87,14 +103,15 @@ struct Tf32x3Tile {
     ci0 = (c - t * cpt) * kBK;
     return conv_tap(TR, t, py, px, nx);
   }
-  /// cp.async the activations of chunk c into As ([128 pixels][pitch floats]).
+  /// cp.async the activations of chunk c into As ([128 pixels][pitch 32-bit words]).
   __device__ void issue_a(const Tf32x3ConvArgs& a, const ConvTap& tp, int ci0, float* As, int pitch) const {
     const int tid = threadIdx.x, seg = tid & 7;
+    const char* x = static_cast<const char*>(a.x);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int iy = (ayx[j] >> 16) + tp.dy, ix = (ayx[j] & 0xffff) + tp.dx;
       const bool in = iy >= 0 && iy < a.H && ix >= 0 && ix < a.W;
-      const float* src = in ? a.x + (size_t(apix[j]) + size_t(iy) * a.W + ix) * a.Cin + ci0 + 4 * seg : a.x;
+      const char* src = in ? x + ((size_t(apix[j]) + size_t(iy) * a.W + ix) * a.Cin + ci0) * ESZ + 16 * seg : x;
       cp_async16(As + ((tid >> 3) + 32 * j) * pitch + 4 * seg, src, in ? 16 : 0);
     }
   }

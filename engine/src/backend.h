@@ -45,8 +45,9 @@ std::unique_ptr<BatchPipe> make_host_pipe(Backend& backend, const ModelConfig& c
 /// The plain C++ float32 reference backend. Throws Error(invalid_argument) for tf32 / fp16.
 std::unique_ptr<Backend> make_cpu_backend(const Model& model, Precision precision);
 
-/// The CUDA backend on device `index`. In a build without CUDA, throws Error(device) saying so.
-std::unique_ptr<Backend> make_cuda_backend(const Model& model, int index, Precision precision);
+/// The CUDA backend on device `index` (options: GeneratorOptions::batch_invariant). In a build
+/// without CUDA, throws Error(device) saying so.
+std::unique_ptr<Backend> make_cuda_backend(const Model& model, int index, Precision precision, bool batch_invariant);
 
 /// Number of usable CUDA devices (0 in a build without CUDA); `why` gets the reason when 0.
 int cuda_device_count(std::string* why);

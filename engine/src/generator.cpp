@@ -145,7 +145,7 @@ Generator::Generator(Model model, GeneratorOptions options) : impl_(std::make_un
   if (impl_->device.kind == Device::Kind::cpu) {
     impl_->backend = make_cpu_backend(impl_->model, options.precision);
   } else {
-    impl_->backend = make_cuda_backend(impl_->model, impl_->device.index, options.precision);
+    impl_->backend = make_cuda_backend(impl_->model, impl_->device.index, options.precision, options.batch_invariant);
   }
   if (options.max_batch < 0) fail(ErrorKind::invalid_argument, "max_batch ", options.max_batch, " must be >= 0");
   impl_->max_batch = options.max_batch > 0 ? options.max_batch : impl_->backend->default_max_batch();

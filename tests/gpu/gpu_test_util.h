@@ -50,7 +50,7 @@ inline bool tf32x3_runs_here(int cin, int cout) {
   s.Cin = cin;
   s.Cout = cout;
   const auto c = cuda::conv_candidates(s, cuda::ConvMath::fp32_strict, gpu_caps(), cuda::CudaTuning::from_environment());
-  return std::find(c.begin(), c.end(), cuda::ConvImpl::tf32x3) != c.end();
+  return std::find(c.begin(), c.end(), cuda::ConvImpl::tensor_core) != c.end();
 }
 
 /// Tensor of the shape filled with N(0, scale^2) from `seed`.

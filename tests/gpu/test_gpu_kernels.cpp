@@ -560,19 +560,24 @@ double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl imp
   auto d_y = poisoned(size_t(c.N) * c.Cout * OH * OH, dt);
   std::string how;
   if (impl == ConvImpl::tf32x3 || impl == ConvImpl::tf32x3_split8) {
+    // the operands by the math: fp32_strict 3xTF32 (hi, lo), tf32 (hi), fp16 (the fp16 weights)
+    using Ops = cuda::Tf32x3ConvArgs::Operands;
+    const Ops ops = math == cuda::ConvMath::fp32_strict ? Ops::tf32x3 : math == cuda::ConvMath::tf32 ? Ops::tf32 : Ops::f16;
     std::vector<float> hi(size_t(wd.numel())), lo(size_t(wd.numel()));
-    cuda::tf32x3_pack_weights(wd.data(), c.Cin, c.Cout, c.transposed, hi.data(), lo.data());
-    auto d_hi = to_device(hi), d_lo = to_device(lo);
+    if (ops == Ops::f16) cuda::tc_pack_weights(wd.data(), c.Cin, c.Cout, c.transposed, hi.data());
+    else cuda::tf32x3_pack_weights(wd.data(), c.Cin, c.Cout, c.transposed, hi.data(), lo.data());
+    auto d_hi = to_device(Tensor({int64_t(hi.size())}, hi), dt), d_lo = to_device(lo);
     cuda::Tf32x3ConvArgs a;
+    a.operands = ops;
     a.N = c.N;
     a.H = a.W = c.H;
     a.Cin = c.Cin;
     a.Cout = c.Cout;
     a.transposed = c.transposed;
-    a.x = d_x.as<float>();
-    a.w_hi = d_hi.as<float>();
-    a.w_lo = d_lo.as<float>();
-    a.y = d_y.as<float>();
+    a.x = d_x.get();
+    a.w_hi = d_hi.get();
+    a.w_lo = ops == Ops::tf32x3 ? d_lo.as<float>() : nullptr;
+    a.y = d_y.get();
     // split-K by 8: uneven ranges, and empty ones where a phase has fewer than 8 chunks
     if (impl == ConvImpl::tf32x3_split8) a.splits = 8;
     a.impl = tc_impl;
@@ -581,13 +586,13 @@ double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl imp
     SG2_CUDA_CHECK(cudaMemset(partial.get(), 0xff, partial.bytes()));  // NaN: every partial must be written
     a.partial = partial.as<float>();
     if (!cuda::conv2d_tf32x3_supports(a)) {
-      ADD_FAILURE() << "the 3xTF32 kernel refuses a shape it should take";
+      ADD_FAILURE() << "the tensor-core kernel refuses a shape it should take";
       return 1.0;
     }
     cuda::conv2d_tf32x3(a, nullptr);
     SG2_CUDA_CHECK(cudaDeviceSynchronize());
-    how = std::string(a.impl == cuda::Tf32x3ConvArgs::Impl::wgmma ? "3xtf32 wgmma" : "3xtf32 mma.sync") +
-          (a.splits > 1 ? " split-k 8" : "");
+    how = std::string(ops == Ops::tf32x3 ? "3xtf32" : ops == Ops::tf32 ? "tf32" : "fp16") +
+          (a.impl == cuda::Tf32x3ConvArgs::Impl::wgmma ? " wgmma" : " mma.sync") + (a.splits > 1 ? " split-k 8" : "");
   } else if (impl == ConvImpl::simt) {
     cuda::SimtConvArgs a;
     a.N = c.N;
@@ -616,8 +621,9 @@ double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl imp
     s.pad = c.transposed ? 0 : c.k / 2;
     s.transposed = c.transposed;
     s.dtype = dt;
-    cuda::CudaTuning cudnn_only;  // the table would put the tensor-core / SIMT kernels first for strict fp32
+    cuda::CudaTuning cudnn_only;  // the table puts sg2's own kernels first: ask for cuDNN
     cudnn_only.fp32_conv = cuda::CudaTuning::Fp32Conv::cudnn;
+    cudnn_only.conv_policy = cuda::CudaTuning::ConvPolicy::cudnn_first;
     cuda::Conv conv(h.get(), s, math, gpu_caps(), cudnn_only, size_t(256) << 20);
     cuda::DeviceBuffer ws(std::max<size_t>(conv.max_candidate_workspace(), 1), nullptr);
     conv.select(d_x.get(), d_w.get(), d_y.get(), ws.get(), ws.bytes(), stream.get());
@@ -711,13 +717,83 @@ TEST(GpuKernels, Tf32x3ConvMatchesReference) {
   std::cout << "  wgmma (sm_90a) kernel: " << (wgmma ? "tested" : "not available on this GPU or build") << "\n";
   uint32_t seed = 950;
   for (const ConvCase& c : kTcCases) {
-    check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3, seed += 2, Impl::mma);
-    check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3_split8, seed += 2, Impl::mma);
-    if (wgmma && c.Cout % 64 == 0) {
-      check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3, seed += 2, Impl::wgmma);
-      check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3_split8, seed += 2, Impl::wgmma);
+    // fp32 (3xTF32), TF32, and fp16 where Cin is a multiple of 64 (128-byte chunks of fp16)
+    for (cuda::ConvMath math : {cuda::ConvMath::fp32_strict, cuda::ConvMath::tf32, cuda::ConvMath::fp16}) {
+      const bool f16 = math == cuda::ConvMath::fp16;
+      if (f16 && c.Cin % 64 != 0) continue;
+      const DType dt = f16 ? DType::f16 : DType::f32;
+      check_conv(c, dt, math, ConvImpl::tf32x3, seed += 2, Impl::mma);
+      check_conv(c, dt, math, ConvImpl::tf32x3_split8, seed += 2, Impl::mma);
+      if (wgmma && c.Cout % 64 == 0) {
+        check_conv(c, dt, math, ConvImpl::tf32x3, seed += 2, Impl::wgmma);
+        check_conv(c, dt, math, ConvImpl::tf32x3_split8, seed += 2, Impl::wgmma);
+      }
     }
   }
+}
+
+// The property batch invariance rests on: an image's output from the tensor-core kernel has the same
+// bits alone (N = 1) and at any position of a larger batch, with the same split-K, in every operand
+// mode and both implementations, forward and transposed.
+TEST(GpuKernels, TensorCoreConvIsBatchInvariant) {
+  SG2_REQUIRE_GPU();
+  if (!tf32x3_runs_here(32, 64)) GTEST_SKIP() << kNoTf32x3;
+  using Ops = cuda::Tf32x3ConvArgs::Operands;
+  using Impl = cuda::Tf32x3ConvArgs::Impl;
+  const ConvCase cases[] = {{5, 8, 128, 128, 3, false}, {5, 8, 128, 64, 3, true}, {5, 13, 64, 128, 3, false},
+                            {5, 4, 512, 128, 3, true}};
+  int checked = 0;
+  for (const ConvCase& c : cases)
+    for (Ops ops : {Ops::tf32x3, Ops::tf32, Ops::f16})
+      for (Impl impl : {Impl::mma, Impl::wgmma})
+        for (int splits : {1, 4}) {
+          if (impl == Impl::wgmma && (!gpu_caps().tf32x3_wgmma || c.Cout % 64 != 0)) continue;
+          const size_t esz = ops == Ops::f16 ? 2 : 4;
+          const int OH = c.transposed ? 2 * c.H + 1 : c.H;
+          const size_t x_per = size_t(c.H) * c.H * c.Cin, y_per = size_t(OH) * OH * c.Cout;
+          const Tensor x = randn({int64_t(c.N * x_per)}, 4000 + checked), w = randn({int64_t(9) * c.Cin * c.Cout}, 17, 0.05f);
+          const DType dt = ops == Ops::f16 ? DType::f16 : DType::f32;
+          std::vector<float> hi(size_t(w.numel())), lo(size_t(w.numel()));
+          cuda::tf32x3_split_weights(w.data(), size_t(w.numel()), hi.data(), lo.data());
+          auto d_x = to_device(x, dt), d_hi = to_device(ops == Ops::f16 ? w : Tensor({w.numel()}, hi), dt),
+               d_lo = to_device(lo);
+          auto run = [&](int n, int first) {
+            auto d_y = poisoned(size_t(n) * y_per, dt);
+            cuda::Tf32x3ConvArgs a;
+            a.operands = ops;
+            a.impl = impl;
+            a.encode_tensor_map = gpu_caps().encode_tensor_map;
+            a.N = n;
+            a.H = a.W = c.H;
+            a.Cin = c.Cin;
+            a.Cout = c.Cout;
+            a.transposed = c.transposed;
+            a.x = static_cast<const char*>(d_x.get()) + size_t(first) * x_per * esz;
+            a.w_hi = d_hi.get();
+            a.w_lo = ops == Ops::tf32x3 ? d_lo.as<float>() : nullptr;
+            a.y = d_y.get();
+            a.splits = splits;
+            cuda::DeviceBuffer partial(std::max<size_t>(cuda::conv2d_tf32x3_workspace(a), 16), nullptr);
+            a.partial = partial.as<float>();
+            EXPECT_TRUE(cuda::conv2d_tf32x3_supports(a));
+            cuda::conv2d_tf32x3(a, nullptr);
+            std::vector<char> out(size_t(n) * y_per * esz);
+            SG2_CUDA_CHECK(cudaMemcpy(out.data(), d_y.get(), out.size(), cudaMemcpyDeviceToHost));
+            return out;
+          };
+          const std::vector<char> all = run(c.N, 0);
+          for (int i : {0, 3, c.N - 1}) {
+            const std::vector<char> one = run(1, i);
+            EXPECT_EQ(std::memcmp(one.data(), all.data() + size_t(i) * y_per * esz, one.size()), 0)
+                << "image " << i << " of " << c.N << ", ops " << int(ops) << ", impl " << int(impl) << ", splits "
+                << splits << (c.transposed ? ", transposed" : ", forward") << " Cin " << c.Cin << " Cout " << c.Cout;
+          }
+          const std::vector<char> tail = run(2, c.N - 2);  // the last two images as a batch of 2
+          EXPECT_EQ(std::memcmp(tail.data(), all.data() + size_t(c.N - 2) * y_per * esz, tail.size()), 0);
+          ++checked;
+        }
+  std::cout << "  tensor-core conv batch invariance: " << checked << " configurations checked\n";
+  EXPECT_GE(checked, 24);
 }
 
 // The 3xTF32 kernel is as accurate as FMA fp32 (kernels/conv2d_tf32x3.h) and far more accurate

@@ -40,9 +40,29 @@ Args implicit_gemm_args(const ConvShape& s, const void* x, void* y) {
   return a;
 }
 
-/// The 3xTF32 kernel's arguments for this device and tuning (implementation, TMA, encoder).
-Tf32x3ConvArgs tf32x3_args(const ConvShape& s, const DeviceCaps& caps, const CudaTuning& t, const void* x, void* y) {
-  Tf32x3ConvArgs a = implicit_gemm_args<Tf32x3ConvArgs>(s, x, y);
+Tf32x3ConvArgs::Operands operands_of(ConvMath math) {
+  switch (math) {
+    case ConvMath::fp32_strict: return Tf32x3ConvArgs::Operands::tf32x3;
+    case ConvMath::tf32: return Tf32x3ConvArgs::Operands::tf32;
+    case ConvMath::fp16: return Tf32x3ConvArgs::Operands::f16;
+  }
+  return Tf32x3ConvArgs::Operands::tf32x3;
+}
+
+/// The tensor-core kernel's arguments for this shape, math, device and tuning (operands,
+/// implementation, TMA, encoder).
+Tf32x3ConvArgs tc_args(const ConvShape& s, ConvMath math, const DeviceCaps& caps, const CudaTuning& t, const void* x,
+                       void* y) {
+  Tf32x3ConvArgs a;
+  a.N = s.N;
+  a.H = s.H;
+  a.W = s.W;
+  a.Cin = s.Cin;
+  a.Cout = s.Cout;
+  a.transposed = s.transposed;
+  a.x = x;
+  a.y = y;
+  a.operands = operands_of(math);
   const bool wgmma = caps.tf32x3_wgmma && t.tf32x3_wgmma &&
                      conv2d_tf32x3_block_channels(a, Tf32x3ConvArgs::Impl::wgmma) > 0;
   a.impl = wgmma ? Tf32x3ConvArgs::Impl::wgmma : Tf32x3ConvArgs::Impl::mma;
@@ -51,18 +71,22 @@ Tf32x3ConvArgs tf32x3_args(const ConvShape& s, const DeviceCaps& caps, const Cud
   return a;
 }
 
-/// sm_80+ (TF32 MMA, cp.async) with enough shared memory per block for the widest tile (not sm_86/sm_89).
-bool device_runs_tf32x3(const DeviceCaps& caps) {
+/// sm_80+ (TF32/fp16 MMA, cp.async) with enough shared memory per block for the mma.sync kernel's
+/// widest tile of these operands (3xTF32: ~108 KiB, not sm_86/sm_89).
+bool device_runs_tc(const DeviceCaps& caps, Tf32x3ConvArgs::Operands ops) {
   Tf32x3ConvArgs widest;
   widest.Cout = 64;
+  widest.operands = ops;
   return caps.cc_major >= 8 && conv2d_tf32x3_smem_bytes(widest) <= caps.smem_per_block_optin;
 }
 
 }  // namespace
 
+bool batch_invariant(ConvImpl impl) { return impl != ConvImpl::cudnn; }
+
 const char* to_string(ConvImpl impl) {
   switch (impl) {
-    case ConvImpl::tf32x3: return "tf32x3";
+    case ConvImpl::tensor_core: return "tensor_core";
     case ConvImpl::simt: return "simt";
     case ConvImpl::cudnn: return "cudnn";
     case ConvImpl::direct: return "direct";
@@ -71,21 +95,25 @@ const char* to_string(ConvImpl impl) {
 }
 
 std::vector<ConvImpl> conv_candidates(const ConvShape& s, ConvMath math, const DeviceCaps& caps, const CudaTuning& t) {
-  if (t.direct_conv_only) return {ConvImpl::direct};
-  if (math != ConvMath::fp32_strict || s.dtype != DType::f32) return {ConvImpl::cudnn, ConvImpl::direct};
+  using Policy = CudaTuning::ConvPolicy;
+  if (t.conv_policy == Policy::direct_only) return {ConvImpl::direct};
   using Fp32 = CudaTuning::Fp32Conv;
+  const bool fp32 = math == ConvMath::fp32_strict;
   const bool implicit_gemm_shape = s.k == 3 && (s.transposed || s.pad == 1);
-  const bool simt_ok = implicit_gemm_shape && s.Cin % 8 == 0 && s.Cout % 32 == 0 && t.fp32_conv != Fp32::cudnn;
-  Tf32x3ConvArgs probe = implicit_gemm_args<Tf32x3ConvArgs>(s, nullptr, nullptr);
-  const bool tf32x3_ok = simt_ok && t.fp32_conv == Fp32::tensor_cores && conv2d_tf32x3_shape_ok(probe) &&
-                         device_runs_tf32x3(caps);
-  const int res = s.out_h();
-  const bool simt_first = simt_ok && (res >= 128 || (res >= 64 && s.N < 8) || t.fp32_conv == Fp32::simt);
+  Tf32x3ConvArgs probe = tc_args(s, math, caps, t, nullptr, nullptr);
+  probe.N = 1;  // the shape of one image: nothing below depends on the batch
+  const bool data_ok = s.dtype == (math == ConvMath::fp16 ? DType::f16 : DType::f32);
+  const bool tc_ok = implicit_gemm_shape && data_ok && (!fp32 || t.fp32_conv == Fp32::tensor_cores) &&
+                     conv2d_tf32x3_shape_ok(probe) && device_runs_tc(caps, probe.operands);
   std::vector<ConvImpl> c;
-  if (tf32x3_ok) c.push_back(ConvImpl::tf32x3);
-  if (simt_first) c.push_back(ConvImpl::simt);
-  c.push_back(ConvImpl::cudnn);
-  if (simt_ok && !simt_first) c.push_back(ConvImpl::simt);
+  if (fp32 && t.fp32_conv == Fp32::cudnn) return {ConvImpl::cudnn, ConvImpl::direct};
+  if (!fp32 && t.conv_policy == Policy::cudnn_first) c.push_back(ConvImpl::cudnn);
+  if (tc_ok) c.push_back(ConvImpl::tensor_core);
+  if (fp32 && s.dtype == DType::f32) {
+    const bool simt_ok = implicit_gemm_shape && s.Cin % 8 == 0 && s.Cout % 32 == 0;
+    if (simt_ok) c.push_back(ConvImpl::simt);
+  }
+  if (t.conv_policy == Policy::allow_cudnn || (fp32 && t.conv_policy == Policy::cudnn_first)) c.push_back(ConvImpl::cudnn);
   c.push_back(ConvImpl::direct);
   return c;
 }
@@ -133,14 +161,19 @@ Conv::Conv(cudnnHandle_t handle, const ConvShape& s, ConvMath math, const Device
   chunk_ = static_cast<int>(std::min<int64_t>(s.N, std::max<int64_t>(1, (int64_t(1) << 31) / 2 / per_sample)));
   for (ConvImpl impl : conv_candidates(s, math, caps, tuning)) {
     switch (impl) {
-      case ConvImpl::tf32x3: {
-        Tf32x3ConvArgs probe = tf32x3_args(s, caps, tuning, nullptr, nullptr);
-        probe.splits = conv2d_tf32x3_choose_splits(probe, caps.sm_count);  // split-K where it shortens the launch
-        // fewer splits where the partial sums would not fit the workspace limit (1 needs none)
-        while (probe.splits > 1 && conv2d_tf32x3_workspace(probe) > workspace_limit) probe.splits /= 2;
-        tf32x3_splits_ = probe.splits;
-        const size_t ws = conv2d_tf32x3_workspace(probe);
-        if (ws <= workspace_limit) candidates_.push_back(Candidate{ConvImpl::tf32x3, 0, CUDNN_FMA_MATH, ws});
+      case ConvImpl::tensor_core: {
+        // Split-K where it shortens one image's launch, chosen for one image so that every batch
+        // size sums in the same order; fewer splits where this batch's partial sums would not fit
+        // the workspace limit (the batch is then run in pieces instead: Executor, never fewer splits).
+        Tf32x3ConvArgs one = tc_args(s, math, caps, tuning, nullptr, nullptr);
+        one.N = tuning.conv_policy == CudaTuning::ConvPolicy::cudnn_first ? s.N : 1;  // not invariant: tuned to the batch
+        tc_splits_ = conv2d_tf32x3_choose_splits(one, caps.sm_count);
+        one.N = 1;
+        one.splits = tc_splits_;
+        const size_t per_image = conv2d_tf32x3_workspace(one);
+        tc_chunk_ = per_image == 0 ? s.N : static_cast<int>(std::min<size_t>(s.N, std::max<size_t>(1, workspace_limit / per_image)));
+        if (per_image <= workspace_limit)
+          candidates_.push_back(Candidate{ConvImpl::tensor_core, 0, CUDNN_FMA_MATH, per_image * size_t(tc_chunk_)});
         break;
       }
       case ConvImpl::simt: candidates_.push_back(Candidate{ConvImpl::simt, 0, CUDNN_FMA_MATH, 0}); break;
@@ -222,14 +255,22 @@ bool Conv::try_run(int ci, const void* x, const void* w, void* y, void* workspac
   const Candidate& c = candidates_[static_cast<size_t>(ci)];
   if (c.workspace > workspace_bytes) return false;
   switch (c.impl) {
-    case ConvImpl::tf32x3: {
-      Tf32x3ConvArgs a = tf32x3_args(shape_, caps_, tuning_, x, y);
-      a.w_hi = w_hi_;
-      a.w_lo = w_lo_;
-      a.splits = tf32x3_splits_;
-      a.partial = static_cast<float*>(workspace);
-      if (!conv2d_tf32x3_supports(a)) return false;
-      conv2d_tf32x3(a, stream);
+    case ConvImpl::tensor_core: {
+      // in pieces of tc_chunk_ images where the split-K partials of the whole batch would not fit
+      const size_t esz = dtype_size(shape_.dtype);
+      const size_t x_per = size_t(shape_.H) * shape_.W * shape_.Cin * esz;
+      const size_t y_per = size_t(shape_.out_h()) * shape_.out_w() * shape_.Cout * esz;
+      for (int n0 = 0; n0 < shape_.N; n0 += tc_chunk_) {
+        Tf32x3ConvArgs a = tc_args(shape_, math_, caps_, tuning_, static_cast<const char*>(x) + n0 * x_per,
+                                   static_cast<char*>(y) + n0 * y_per);
+        a.N = std::min(tc_chunk_, shape_.N - n0);
+        a.w_hi = w_hi_;
+        a.w_lo = w_lo_;
+        a.splits = tc_splits_;
+        a.partial = static_cast<float*>(workspace);
+        if (!conv2d_tf32x3_supports(a)) return false;
+        conv2d_tf32x3(a, stream);
+      }
       return true;
     }
     case ConvImpl::simt: {
@@ -271,7 +312,8 @@ void Conv::select(const void* x, const void* w, void* y, void* workspace, size_t
   // The first candidate that runs, in the table's order (the same choice on every run).
   selected_ = -1;
   for (int i = 0; i < static_cast<int>(candidates_.size()); ++i) {
-    if (candidates_[static_cast<size_t>(i)].impl == ConvImpl::tf32x3 && (w_hi_ == nullptr || w_lo_ == nullptr))
+    if (candidates_[static_cast<size_t>(i)].impl == ConvImpl::tensor_core &&
+        (w_hi_ == nullptr || (math_ == ConvMath::fp32_strict && w_lo_ == nullptr)))
       continue;
     if (!try_run(i, x, w, y, workspace, workspace_bytes, stream)) continue;
     const cudaError_t e = cudaStreamSynchronize(stream);
@@ -319,11 +361,14 @@ std::string Conv::describe() const {
   const Candidate& c = candidates_[static_cast<size_t>(selected_)];
   switch (c.impl) {
     case ConvImpl::simt: return "simt fp32 implicit gemm";
-    case ConvImpl::tf32x3: {
-      const Tf32x3ConvArgs a = tf32x3_args(shape_, caps_, tuning_, nullptr, nullptr);
-      return std::string("3xtf32 fp32-accurate implicit gemm (tensor cores, ") +
+    case ConvImpl::tensor_core: {
+      const Tf32x3ConvArgs a = tc_args(shape_, math_, caps_, tuning_, nullptr, nullptr);
+      const char* what = math_ == ConvMath::fp32_strict ? "3xtf32 fp32-accurate"
+                         : math_ == ConvMath::tf32      ? "tf32"
+                                                        : "fp16";
+      return std::string(what) + " implicit gemm (tensor cores, " +
              (a.impl == Tf32x3ConvArgs::Impl::wgmma ? "wgmma" : "mma.sync") + ", split-k " +
-             std::to_string(tf32x3_splits_) + ")";
+             std::to_string(tc_splits_) + ")";
     }
     case ConvImpl::direct: return "direct kernel";
     case ConvImpl::cudnn: break;

@@ -27,11 +27,18 @@ enum class ConvMath { fp32_strict, tf32, fp16 };
 
 /// The implementations of a convolution.
 enum class ConvImpl {
-  tf32x3,  ///< kernels/conv2d_tf32x3.h: fp32-accurate on tensor cores (wgmma on Hopper, else mma.sync)
-  simt,    ///< kernels/conv2d_simt.h: strict fp32 implicit GEMM on the FMA pipes
-  cudnn,   ///< cuDNN: the deterministic algorithms of its heuristic, in its order
-  direct,  ///< kernels/conv2d.h: every shape and dtype, slowest (the fallback when nothing else runs)
+  tensor_core,  ///< kernels/conv2d_tf32x3.h: sg2's implicit GEMM on tensor cores (wgmma on Hopper, else
+                ///< mma.sync) — 3xTF32 for fp32_strict, TF32 for tf32, fp16 for fp16
+  simt,         ///< kernels/conv2d_simt.h: strict fp32 implicit GEMM on the FMA pipes
+  cudnn,        ///< cuDNN: the deterministic algorithms of its heuristic, in its order
+  direct,       ///< kernels/conv2d.h: every shape and dtype, slowest (the fallback when nothing else runs)
 };
+
+/// Whether an implementation gives every image the same bits whatever the batch size and its
+/// position in the batch: sg2's own kernels do (each output's sum runs in an order fixed by the
+/// layer's shape alone; the split-K factor is chosen for one image); cuDNN does not (measured on
+/// an H200: a fixed algorithm's results change with the batch size, docs/performance-notes.md).
+bool batch_invariant(ConvImpl impl);
 const char* to_string(ConvImpl impl);
 
 struct ConvShape {
@@ -47,14 +54,15 @@ struct ConvShape {
 
 /// The selection table, in one place: the implementations to try for a convolution of `s` in
 /// `math` on this device, best first; Conv::select takes the first that runs (the direct kernel
-/// when none does).
-///   fp32_strict: tf32x3 (where the device runs it — sm_80+ with ~108 KiB shared memory per block
-///                — Cin, Cout multiples of 32, 3x3, and SG2_FP32_CONV unset), then simt before
-///                cudnn for outputs of 128 px and more, or 64 px and more at batches under 8
-///                (measured faster there on an H200; docs/performance-notes.md run 3), else cudnn
-///                then simt; SG2_FP32_CONV=simt: simt first, no tf32x3; =cudnn: cudnn only.
-///   tf32, fp16:  cudnn.
-///   SG2_CONV=direct: direct only.
+/// when none does). It never depends on the batch size (s.N is ignored), so an image's bits do
+/// not either (sg2's own kernels; README "Batch invariance").
+///   every math: tensor_core where the device runs it (sm_80+ with the kernel's shared memory per
+///                block; wgmma on Hopper), 3x3, Cin a multiple of 32 (64 for fp16) and Cout of 32;
+///   fp32_strict: then simt (3x3, Cin % 8, Cout % 32);
+///   then direct (every shape: the resnet skip's 1x1, odd channel counts), all batch-invariant.
+///   SG2_CONV=cudnn (tuning.h allow_cudnn): cuDNN before the direct kernel, for shapes sg2's fast
+///   kernels do not take (faster there, not batch-invariant); SG2_FP32_CONV=simt: simt first and no
+///   tensor_core; SG2_FP32_CONV=cudnn: cuDNN's FMA algorithms only (A/B); SG2_CONV=direct: direct only.
 std::vector<ConvImpl> conv_candidates(const ConvShape& s, ConvMath math, const DeviceCaps& caps, const CudaTuning& tuning);
 
 class Conv {
@@ -76,9 +84,10 @@ class Conv {
   size_t workspace() const;
   /// y = conv(x, w). x, y: NHWC; w: KRSC (forward [Cout,k,k,Cin], transposed [Cin,k,k,Cout]).
   void run(const void* x, const void* w, void* y, void* workspace, size_t workspace_bytes, cudaStream_t stream) const;
-  /// The filter split for the 3xTF32 kernel (hi, lo: packed [Cout, 3, 3, Cin] by tf32x3_pack_weights).
-  /// Without them that kernel is not tried. Call before select().
-  void set_split_weights(const float* w_hi, const float* w_lo) {
+  /// The filter in the tensor-core kernel's layout, packed [Cout, 3, 3, Cin]: fp32_strict its TF32
+  /// hi and lo parts (tf32x3_pack_weights), tf32 the hi part alone, fp16 the fp16 weights (w_lo
+  /// null). Without it that kernel is not tried. Call before select().
+  void set_packed_weights(const void* w_hi, const float* w_lo) {
     w_hi_ = w_hi;
     w_lo_ = w_lo;
   }
@@ -108,8 +117,9 @@ class Conv {
   };
   std::vector<Candidate> candidates_;
   size_t max_workspace_ = 0;
-  int tf32x3_splits_ = 1;  // split-K of the 3xTF32 kernel
-  const float* w_hi_ = nullptr;
+  int tc_splits_ = 1;  // split-K of the tensor-core kernel (chosen for one image)
+  int tc_chunk_ = 1;   // images per tensor-core launch (all, unless the split-K partials would not fit)
+  const void* w_hi_ = nullptr;
   const float* w_lo_ = nullptr;
   int selected_ = -1;  // index into candidates_, -1: direct kernel
   bool selected_set_ = false;

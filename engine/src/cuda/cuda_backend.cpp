@@ -70,7 +70,7 @@ void upload(void* dst, const float* src, size_t count, cudaStream_t s) {
 
 class CudaBackend final : public Backend, public DeviceBench {
  public:
-  CudaBackend(const Model& model, int index, Precision precision)
+  CudaBackend(const Model& model, int index, Precision precision, bool batch_invariant)
       : model_(model), cfg_(model.config), index_(index), precision_(precision) {
     std::string why;
     int raw_count = 0;
@@ -86,6 +86,8 @@ class CudaBackend final : public Backend, public DeviceBench {
     if (!device_usable(index, &why)) fail(ErrorKind::device, why);
     DeviceGuard g(index_);
     tuning_ = CudaTuning::from_environment();  // every kernel switch, read once
+    if (!batch_invariant && tuning_.conv_policy == CudaTuning::ConvPolicy::invariant)
+      tuning_.conv_policy = CudaTuning::ConvPolicy::cudnn_first;
     caps_ = DeviceCaps::probe(index_);
     stats_.limit = tuning_.memory_limit_bytes;
     stream_ = std::make_unique<Stream>();
@@ -493,8 +495,8 @@ class CudaBackend final : public Backend, public DeviceBench {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(const Model& model, int index, Precision precision) {
-  return std::make_unique<CudaBackend>(model, index, precision);
+std::unique_ptr<Backend> make_cuda_backend(const Model& model, int index, Precision precision, bool batch_invariant) {
+  return std::make_unique<CudaBackend>(model, index, precision, batch_invariant);
 }
 
 }  // namespace sg2

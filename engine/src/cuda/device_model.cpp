@@ -135,11 +135,18 @@ DeviceModel::DeviceModel(const Model& model, Precision precision, const DeviceCa
     shape.pad = l.up == 2 ? 0 : 1;
     shape.dtype = dt;
     const auto impls = conv_candidates(shape, c.math, caps, tuning);
-    if (K == 9 && std::find(impls.begin(), impls.end(), ConvImpl::tf32x3) != impls.end()) {  // for the 3xTF32 kernel
+    if (K == 9 && std::find(impls.begin(), impls.end(), ConvImpl::tensor_core) != impls.end()) {
+      // the tensor-core kernel's layout, [Cout, 3, 3, Cin] for both kinds: 3xTF32 hi and lo, TF32
+      // hi (rounded to nearest), or the fp16 weights
       std::vector<float> hi(dev.size()), lo(dev.size());
-      tf32x3_pack_weights(dev.data(), I, O, l.up == 2, hi.data(), lo.data());  // [Cout, 3, 3, Cin] for both kinds
-      c.weight_hi_off = ar.add(hi);
-      c.weight_lo_off = ar.add(lo);
+      if (c.math == ConvMath::fp16) {
+        tc_pack_weights(dev.data(), I, O, l.up == 2, hi.data());
+        c.weight_hi_off = ar.add(hi, DType::f16);
+      } else {
+        tf32x3_pack_weights(dev.data(), I, O, l.up == 2, hi.data(), lo.data());
+        c.weight_hi_off = ar.add(hi);
+        if (c.math == ConvMath::fp32_strict) c.weight_lo_off = ar.add(lo);
+      }
     }
     c.bias_off = ar.add(model.at(l.name + ".bias").vec());
     if (l.noise_index >= 0) {

@@ -28,8 +28,9 @@ struct ConvLayer {
   DType dtype = DType::f32;       ///< its input activations, weight and conv output
   ConvMath math = ConvMath::fp32_strict;
   size_t weight_off = 0;          ///< conv1: [Cout, 3, 3, Cin]; conv0: [Cin, 3, 3, Cout] (dtype; fp16: rows pre-normalized)
-  size_t weight_hi_off = 0;       ///< fp32_strict: the same weights' TF32 heads (kernels/conv2d_tf32x3.h); else 0
-  size_t weight_lo_off = 0;       ///< fp32_strict: their tails
+  size_t weight_hi_off = 0;       ///< the tensor-core kernel's filter [Cout, 3, 3, Cin] (conv.h set_packed_weights):
+                                  ///< fp32_strict the TF32 heads, tf32 the same, fp16 the fp16 weights; 0: none
+  size_t weight_lo_off = 0;       ///< fp32_strict: the TF32 tails; else 0
   size_t bias_off = 0;            ///< [Cout] fp32
   size_t noise_const_off = 0;     ///< [r, r] fp32 (use_noise)
   float noise_strength = 0.0f;

@@ -183,7 +183,8 @@ Executor::Executor(const DeviceModel& m, int N, cudnnHandle_t cudnn, const Devic
     const BlockData& bd = blocks[i];
     auto select = [&](Conv* c, const void* x, size_t w_off, void* y, const ConvLayer* l = nullptr) {
       if (!c) return;
-      if (l && l->weight_hi_off) c->set_split_weights(m.at(l->weight_hi_off), m.at(l->weight_lo_off));
+      if (l && l->weight_hi_off)
+        c->set_packed_weights(m.at<char>(l->weight_hi_off), l->weight_lo_off ? m.at(l->weight_lo_off) : nullptr);
       c->select(x, m.at<char>(w_off), y, workspace_.get(), workspace_.bytes(), stream);
       workspace_used = std::max(workspace_used, c->workspace());
     };

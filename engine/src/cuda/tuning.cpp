@@ -34,7 +34,13 @@ CudaTuning CudaTuning::from_environment() {
   else if (fp32 == "cudnn") t.fp32_conv = Fp32Conv::cudnn;
   else if (!fp32.empty())
     fail(ErrorKind::invalid_argument, "environment variable SG2_FP32_CONV='", fp32, "': expected simt, cudnn or unset");
-  t.direct_conv_only = flag("SG2_CONV", "direct");
+  const std::string conv = env("SG2_CONV");
+  if (conv == "direct") t.conv_policy = ConvPolicy::direct_only;
+  else if (conv == "cudnn") t.conv_policy = ConvPolicy::allow_cudnn;
+  else if (conv == "cudnn-first") t.conv_policy = ConvPolicy::cudnn_first;
+  else if (!conv.empty())
+    fail(ErrorKind::invalid_argument, "environment variable SG2_CONV='", conv,
+         "': expected direct, cudnn, cudnn-first or unset");
   t.tf32x3_wgmma = !flag("SG2_TF32X3_KERNEL", "mma");
   t.tf32x3_tma_activations = !flag("SG2_TF32X3_TMA_X", "0");
   t.fused_conv1 = !flag("SG2_UNFUSED_CONV1", "1");

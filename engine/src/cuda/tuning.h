@@ -8,6 +8,12 @@
 //   SG2_FP32_CONV=simt|cudnn    strict fp32 on FMA pipes only: the SIMT implicit GEMM first, or
 //                               cuDNN's FMA algorithms only (default: the 3xTF32 tensor-core kernel)
 //   SG2_CONV=direct             every convolution on the direct kernel (slow; for checks)
+//   SG2_CONV=cudnn              cuDNN for the convolutions sg2's fast kernels do not take (odd channel
+//                               counts, the resnet skip), before the slow direct kernel: faster there,
+//                               but those layers' results then depend on the batch size
+//   SG2_CONV=cudnn-first        cuDNN before sg2's tensor-core kernel in tf32 and fp16, and split-K
+//                               tuned to the batch: GeneratorOptions::batch_invariant = false (the
+//                               choices before batch invariance: faster, not batch-invariant)
 //   SG2_TF32X3_KERNEL=mma       the mma.sync 3xTF32 kernel on Hopper too (default there: wgmma)
 //   SG2_TF32X3_TMA_X=0          the wgmma kernel copies activations with cp.async, not TMA
 //   SG2_UNFUSED_CONV1=1         fp16 conv1 and its epilogue as two kernels (cuDNN + conv_epilogue)
@@ -26,7 +32,10 @@ namespace sg2::cuda {
 struct CudaTuning {
   enum class Fp32Conv { tensor_cores, simt, cudnn };
   Fp32Conv fp32_conv = Fp32Conv::tensor_cores;  ///< SG2_FP32_CONV
-  bool direct_conv_only = false;                ///< SG2_CONV=direct
+  /// Which convolution implementations may run (SG2_CONV): sg2's own, batch-invariant kernels
+  /// only (default), cuDNN too where those do not take the shape, cuDNN first, or direct only.
+  enum class ConvPolicy { invariant, allow_cudnn, cudnn_first, direct_only };
+  ConvPolicy conv_policy = ConvPolicy::invariant;
   bool tf32x3_wgmma = true;                     ///< false: SG2_TF32X3_KERNEL=mma
   bool tf32x3_tma_activations = true;           ///< false: SG2_TF32X3_TMA_X=0
   bool fused_conv1 = true;                      ///< false: SG2_UNFUSED_CONV1=1

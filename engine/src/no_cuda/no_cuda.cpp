@@ -9,7 +9,7 @@ int cuda_device_count(std::string* why) {
   return 0;
 }
 
-std::unique_ptr<Backend> make_cuda_backend(const Model&, int, Precision) {
+std::unique_ptr<Backend> make_cuda_backend(const Model&, int, Precision, bool) {
   fail(ErrorKind::device,
        "this sg2 was built without the CUDA backend. HINT: use --device cpu, or rebuild with the CUDA toolkit installed");
 }
