@@ -182,9 +182,10 @@ Tensor Generator::map(const Tensor& z, const Tensor& c, const Truncation& trunc)
     fail(ErrorKind::invalid_argument, "z must be [N, ", cfg.z_dim, "] for this model, got ", z.shape_str());
   const int64_t N = z.dim(0);
   if (cfg.c_dim > 0) {
-    if (c.empty())
+    // "No label" is a tensor without dimensions; [0, c_dim] is a valid label for zero samples.
+    if (c.ndim() == 0 && c.empty())
       fail(ErrorKind::invalid_argument, "this model is conditional (c_dim ", cfg.c_dim,
-           "): a class label is required, one of 0..", cfg.c_dim - 1, " (CLI: --class K)");
+           "): a class label is required, one of 0..", cfg.c_dim - 1);
     if (c.ndim() != 2 || c.dim(0) != N || c.dim(1) != cfg.c_dim)
       fail(ErrorKind::invalid_argument, "c must be [", N, ", ", cfg.c_dim, "], got ", c.shape_str());
   } else if (!c.empty() && !(c.ndim() == 2 && c.dim(1) == 0)) {
