@@ -11,7 +11,7 @@ int cuda_device_count(std::string* why) {
 
 std::unique_ptr<Backend> make_cuda_backend(const Model&, int, Precision) {
   fail(ErrorKind::device,
-       "this sg2 was built without the CUDA backend. HINT: run on the CPU (device cpu), or rebuild with the CUDA "
+       "this sg2 was built without the CUDA backend. HINT: rebuild with the CUDA "
        "toolkit installed");
 }
 
