@@ -22,9 +22,15 @@ struct NpyArray {
 /// naming `path` on a bad magic, header, or a payload shorter than the header says.
 NpyArray read_npy(const std::string& path);
 
+/// The same from the bytes of a .npy file in memory (an .npz member); `what` names it in errors.
+NpyArray parse_npy(const uint8_t* data, size_t size, const std::string& what);
+
 /// Reads a float32, float64 or float16 .npy file as float32 (float64 is rounded to nearest).
 /// Throws Error(bad_file) for other dtypes.
 Tensor read_npy_tensor(const std::string& path);
+
+/// The array as float32, as read_npy_tensor; `what` names it in errors.
+Tensor npy_float_tensor(const NpyArray& array, const std::string& what);
 
 /// Reads a float64 .npy file exactly (float32 is widened). Throws Error(bad_file) otherwise.
 std::vector<double> read_npy_f64(const std::string& path, std::vector<int64_t>* shape = nullptr);
