@@ -1,8 +1,8 @@
-// sg2 weights_tools: .npz reading (npz.h) over the zip reader of the torch.save checkpoints.
-#include "weights_tools/npz.h"
-
-#include "file_util.h"
+// sg2 weights_tools: .npz reading (sg2/npy.h read_npz) over the zip reader of the torch.save
+// checkpoints.
 #include "sg2/error.h"
+#include "sg2/npy.h"
+#include "util/file_util.h"
 #include "weights_tools/pickle.h"
 #include "weights_tools/zip_reader.h"
 

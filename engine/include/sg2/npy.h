@@ -1,8 +1,10 @@
-// sg2: reading and writing NumPy .npy files (format versions 1.0-3.0).
+// sg2: reading and writing NumPy .npy files (format versions 1.0-3.0), and reading .npz files
+// (numpy.savez archives of .npy members, such as NVIDIA projector's projected_w.npz).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sg2/tensor.h"
@@ -45,6 +47,16 @@ void write_npy_u8(const std::string& path, const uint8_t* data, const std::vecto
 
 /// The bytes of a .npy file holding `t` as float32 (what write_npy writes).
 std::vector<uint8_t> npy_bytes(const Tensor& t);
+
+/// True when the file starts like a zip archive (an .npz), whatever its name. Throws Error(io).
+bool is_npz_file(const std::string& path);
+
+/// Every array of an .npz file, in archive order, under its name without ".npy" (made printable:
+/// safe to show). Stored (numpy.savez) members only: a compressed archive (numpy.savez_compressed)
+/// is Error(unsupported) saying how to save it instead. Throws Error(bad_file) naming `path` for a
+/// broken archive, a member that is not a .npy file, or no arrays at all; Error(io) when it cannot
+/// be read. (Implemented with the checkpoint readers' zip reader, weights_tools/npz.cpp.)
+std::vector<std::pair<std::string, NpyArray>> read_npz(const std::string& path);
 
 }  // namespace sg2
 SG2_PUBLIC_END
