@@ -180,7 +180,9 @@ void say(const std::string& command, const char* level, const std::string& text)
 Model load_network(const cxxopts::ParseResult& args, const std::string& command) {
   const std::string path = network_path(args);
   if (is_model_file(path)) return load_model_file(path);
-  ConvertResult c = convert_checkpoint_report(path);  // what sg2 convert would say, said here too
+  // What sg2 convert would say, said here too; what the config records (an estimated w_avg, no
+  // stored noise) model_notices says for this run's options instead.
+  ConvertResult c = convert_checkpoint_report(path);
   for (const std::string& w : c.report.warnings) say(command, "warning", w);
   return std::move(c.model);
 }

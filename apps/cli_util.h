@@ -80,8 +80,8 @@ std::string network_path(const cxxopts::ParseResult& args);
 void say(const std::string& command, const char* level, const std::string& text);
 
 /// The model network_path(args) names: a model file, or a checkpoint converted in memory, whose
-/// conversion warnings (ignored variables, no stored noise, ...) go to stderr as sg2 convert
-/// prints them.
+/// conversion warnings (ignored variables, ...) go to stderr as sg2 convert prints them; those
+/// about what the config records (estimated w_avg, no stored noise) are model_notices' part.
 Model load_network(const cxxopts::ParseResult& args, const std::string& command);
 
 /// Generator(model, options), with the CLI's hints: --precision tf32/fp16 on the CPU is refused

@@ -114,7 +114,8 @@ int run_convert(int argc, char** argv) {
     if (e.kind() != sg2::ErrorKind::invalid_argument || !args.count("w-avg")) throw;
     sg2::fail(sg2::ErrorKind::invalid_argument, "--w-avg ", args["w-avg"].as<std::string>(), ": ", e.what());
   }
-  for (const std::string& w : res.report.warnings) std::cerr << "sg2 convert: warning: " << w << "\n";
+  for (const auto* list : {&res.report.warnings, &res.report.config_warnings})
+    for (const std::string& w : *list) std::cerr << "sg2 convert: warning: " << w << "\n";
   sg2::save_model_file(out, res.model);
   if (!args.count("quiet")) {
     const sg2::ModelConfig& c = res.model.config;

@@ -5,6 +5,7 @@
 // inspect, generate: notices on stderr, --ws from .npz files and W+ latents without a batch axis).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -118,9 +119,11 @@ TEST(UserFiles, RosinalityWithoutNoiseBuffersSaysWhatConstNoiseMeans) {
       EXPECT_TRUE(same_bits(got, t)) << name;
     }
   }
-  ASSERT_EQ(r.report.warnings.size(), 1u);
-  EXPECT_TRUE(has_text(r.report.warnings[0], "no noises.* buffers") && has_text(r.report.warnings[0], "the same as none"))
-      << r.report.warnings[0];
+  EXPECT_TRUE(r.report.warnings.empty());
+  ASSERT_EQ(r.report.config_warnings.size(), 1u);
+  EXPECT_TRUE(has_text(r.report.config_warnings[0], "no noises.* buffers") &&
+              has_text(r.report.config_warnings[0], "the same as none"))
+      << r.report.config_warnings[0];
 
   // The flag survives a model file; inspect lists no noise maps that do not exist.
   const std::string dir = temp_dir("nonoise");
@@ -144,6 +147,11 @@ TEST(UserFiles, RosinalityWithoutNoiseBuffersSaysWhatConstNoiseMeans) {
                          "--format", "npy", "--outdir", dir + "/const"});
   ASSERT_EQ(c.status, 0) << describe(c);
   EXPECT_TRUE(has_text(c.err, "sg2 generate: warning: this model stores no noise maps")) << c.err;
+  EXPECT_EQ(std::count(c.err.begin(), c.err.end(), '\n'), 1) << c.err;
+  CliResult direct = run_cli({"generate", "--network", user("rosinality16_nonoise.pt"), "--device", "cpu", "--seeds", "3",
+                              "-q", "--outdir", dir + "/direct"});
+  ASSERT_EQ(direct.status, 0) << describe(direct);
+  EXPECT_EQ(direct.err, c.err);  // said once, for the run, also when the checkpoint is loaded directly
   CliResult n = run_cli({"generate", "--network", dir + "/m.safetensors", "--device", "cpu", "--seeds", "3", "-q",
                          "--format", "npy", "--noise-mode", "none", "--outdir", dir + "/none"});
   ASSERT_EQ(n.status, 0) << describe(n);
@@ -233,6 +241,7 @@ TEST(UserFiles, TruncationTowardAnEstimatedWAvgIsSaid) {
                               "--trunc", "0.7", "-q", "--outdir", dir + "/d"});
   ASSERT_EQ(direct.status, 0) << describe(direct);
   EXPECT_TRUE(has_text(direct.err, note)) << direct.err;
+  EXPECT_EQ(std::count(direct.err.begin(), direct.err.end(), '\n'), 1) << direct.err;  // not also at load
 }
 
 // --- item 17: --trunc 0 ------------------------------------------------------------------------

@@ -18,7 +18,8 @@ struct Conversion {
   std::string generator;            ///< where the generator was found ("G_ema", "Gs (tuple item 2)", "g_ema")
   bool w_avg_missing = false;       ///< the source had no w_avg; mapping.w_avg holds zeros until estimated
   std::vector<std::string> notes;   ///< facts worth reporting (ignored kwargs, defaults used, ...)
-  std::vector<std::string> warnings;  ///< what changes results and a user must hear (no stored noise, ...)
+  std::vector<std::string> warnings;  ///< what a user must hear and the model does not record (ignored variables)
+  std::vector<std::string> config_warnings;  ///< the same for facts the model's config records (no stored noise maps)
   std::map<std::string, int> stored_dtypes;  ///< how many source tensors were stored in each dtype
 };
 

@@ -109,7 +109,7 @@ Conversion RosinalityConverter::run(const Node* top, const Node* g_ema) {
          cfg.num_ws - 1, " noise buffers of a ", cfg.img_resolution, "x", cfg.img_resolution, " generator are present)");
   if (n_noise == 0) {
     cfg.noise_const_missing = true;
-    out.warnings.push_back("the state dict has no noises.* buffers: noise_const is zeros, so noise mode const adds no "
+    out.config_warnings.push_back("the state dict has no noises.* buffers: noise_const is zeros, so noise mode const adds no "
                            "noise (the same as none); rosinality's generate.py draws random noise (noise mode random)");
   }
   cfg.synthesis.use_noise = true;

@@ -78,6 +78,7 @@ InspectReport inspect_file(const std::string& path) {
   r.notes = c.report.notes;
   if (c.report.w_avg_missing) r.notes.push_back("the checkpoint has no w_avg (latent_avg); sg2 convert estimates it");
   r.warnings = c.report.warnings;
+  r.warnings.insert(r.warnings.end(), c.report.config_warnings.begin(), c.report.config_warnings.end());
   return r;
 }
 

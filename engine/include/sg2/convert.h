@@ -45,7 +45,8 @@ struct ConvertOptions {
   Tensor w_avg;
 };
 
-/// What a conversion found; the library never prints, the CLI shows `warnings`.
+/// What a conversion found; the library never prints, the CLI shows `warnings` and
+/// `config_warnings`.
 struct ConvertReport {
   std::string source_file;      ///< the path as given
   std::string source_sha256;
@@ -60,7 +61,11 @@ struct ConvertReport {
   int w_avg_samples = 0;
   uint32_t w_avg_seed = 0;
   std::map<std::string, int> stored_dtypes;  ///< source tensors per stored dtype ("float32": 56)
-  std::vector<std::string> warnings;         ///< worth telling a user (estimated w_avg, ...)
+  std::vector<std::string> warnings;         ///< worth telling a user, not recorded in the model (ignored
+                                             ///< variables, a replaced w_avg)
+  /// Worth telling a user, about facts the model's config records (an estimated w_avg, no stored
+  /// noise maps): a later run of the model can restate them for its own options, as sg2 generate does.
+  std::vector<std::string> config_warnings;
   std::vector<std::string> notes;            ///< informational (defaults assumed, ...)
 };
 
