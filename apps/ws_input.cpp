@@ -27,7 +27,7 @@ WsArray read_ws_array(const std::string& path) {
         std::string names;
         for (size_t i = 0; i < arrays.size() && i < 8; ++i) names += (i ? ", '" : "'") + arrays[i].first + "'";
         if (arrays.size() > 8) names += " and " + std::to_string(arrays.size() - 8) + " more";
-        fail(ErrorKind::bad_file, path, ": an .npz with arrays ", names,
+        fail(ErrorKind::bad_file, "--ws ", path, ": an .npz with arrays ", names,
              ", none called 'w' (the name NVIDIA's projector uses); save the latents as .npy or under the name w");
       }
       out.values = npy_float_tensor(pick->second, path + ": array '" + pick->first + "'");
@@ -37,12 +37,12 @@ WsArray read_ws_array(const std::string& path) {
     }
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::invalid_argument) throw;
-    fail(ErrorKind::bad_file, path, ": ", e.what());  // e.g. an absurd shape
+    fail(ErrorKind::bad_file, "--ws ", path, ": ", e.what());  // e.g. an absurd shape
   }
   const Tensor& t = out.values;
-  if (t.ndim() >= 1 && t.dim(0) == 0) fail(ErrorKind::bad_file, path, ": has no rows (shape ", t.shape_str(), ")");
+  if (t.ndim() >= 1 && t.dim(0) == 0) fail(ErrorKind::bad_file, "--ws ", path, ": has no rows (shape ", t.shape_str(), ")");
   for (float v : t.vec())
-    if (!std::isfinite(v)) fail(ErrorKind::bad_file, path, ": contains NaN or infinite values");
+    if (!std::isfinite(v)) fail(ErrorKind::bad_file, "--ws ", path, ": contains NaN or infinite values");
   return out;
 }
 
