@@ -14,7 +14,10 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <limits>
+#include <sstream>
 
+#include "sg2/convert.h"
 #include "sg2/default_model.h"
 #include "sg2/error.h"
 #include "sg2/npy.h"
@@ -91,6 +94,12 @@ float parse_float(const std::string& what, const std::string& text) {
   return v;
 }
 
+std::string trim_blanks(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return {};
+  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
 std::vector<int> parse_index_list(const std::string& what, const std::string& text) {
   std::vector<int> out;
   if (text.empty()) fail(ErrorKind::invalid_argument, "--", what, ": empty list");
@@ -98,11 +107,11 @@ std::vector<int> parse_index_list(const std::string& what, const std::string& te
   while (true) {
     size_t comma = text.find(',', pos);
     if (comma == std::string::npos) comma = text.size();
-    const std::string tok = text.substr(pos, comma - pos);
+    const std::string tok = trim_blanks(text.substr(pos, comma - pos));
     const size_t dash = tok.find('-', 1);
     if (dash != std::string::npos) {
-      const int64_t a = parse_int(what, tok.substr(0, dash), 0, 1 << 20);
-      const int64_t b = parse_int(what, tok.substr(dash + 1), 0, 1 << 20);
+      const int64_t a = parse_int(what, trim_blanks(tok.substr(0, dash)), 0, 1 << 20);
+      const int64_t b = parse_int(what, trim_blanks(tok.substr(dash + 1)), 0, 1 << 20);
       if (b < a) fail(ErrorKind::invalid_argument, "--", what, ": range '", tok, "' ends below its start");
       for (int64_t i = a; i <= b; ++i) out.push_back(static_cast<int>(i));
     } else {
@@ -161,20 +170,144 @@ GeneratorOptions generator_options(const cxxopts::ParseResult& args) {
 
 std::string network_path(const cxxopts::ParseResult& args) {
   if (has(args, "network")) return get(args, "network");
-  return default_model_path();
+  try {
+    return default_model_path();
+  } catch (const Error& e) {  // the library's hint in the CLI's terms
+    std::string m = e.what();
+    const std::string api = "pass a model path";
+    if (const size_t at = m.find(api); at != std::string::npos) m.replace(at, api.size(), "pass --network FILE");
+    throw Error(e.kind(), m);
+  }
 }
 
-Model load_network(const cxxopts::ParseResult& args) { return load_model(network_path(args)); }
-
-Generator make_generator(const cxxopts::ParseResult& args) {
-  GeneratorOptions o = generator_options(args);  // option errors before the (slow) model load
-  return Generator(load_network(args), o);
+void say(const std::string& command, const char* level, const std::string& text) {
+  std::cerr << "sg2 " << command << ": " << level << ": " << text << "\n";
 }
 
-int chunk_size(Generator& gen, const cxxopts::ParseResult& args) {
+Model load_network(const cxxopts::ParseResult& args, const std::string& command) {
+  const std::string path = network_path(args);
+  if (is_model_file(path)) return load_model_file(path);
+  // What sg2 convert would say, said here too; what the config records (an estimated w_avg, no
+  // stored noise) model_notices says for this run's options instead.
+  ConvertResult c = convert_checkpoint_report(path);
+  for (const std::string& w : c.report.warnings) say(command, "warning", w);
+  return std::move(c.model);
+}
+
+Generator open_generator(Model model, const GeneratorOptions& options) {
+  const Precision p = options.precision;
+  if (p == Precision::tf32 || p == Precision::fp16) {
+    std::string why;
+    const bool on_cpu = options.device ? options.device->kind == Device::Kind::cpu : !cuda_available(&why);
+    if (on_cpu)
+      fail(ErrorKind::invalid_argument, "--precision ", to_string(p), " needs the CUDA backend, and this run is on the CPU",
+           why.empty() ? std::string() : " (" + why + ")", ", which computes in float32 only: use --precision fp32 or auto");
+  }
+  try {
+    return Generator(std::move(model), options);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::device) throw;
+    std::string m = e.what();
+    m += m.find("HINT: ") != std::string::npos ? ", or use --device cpu" : ". HINT: use --device cpu";
+    throw Error(e.kind(), m);
+  }
+}
+
+void model_notices(const std::string& command, const ModelConfig& cfg, const Truncation* trunc,
+                   std::optional<NoiseMode> noise_mode, bool quiet) {
+  if (trunc != nullptr && trunc->psi != 1.0f) {
+    if (cfg.w_avg_estimated)
+      say(command, "warning",
+          "--trunc " + short_number(trunc->psi) + " truncates toward an estimated w_avg: the checkpoint stores none, so "
+          "sg2 used the mean mapping output of random z (sg2 inspect); sg2 convert --w-avg FILE.npy sets your own");
+    const bool all_rows = !trunc->cutoff || *trunc->cutoff >= cfg.num_ws;
+    if (trunc->psi == 0.0f && all_rows && !quiet)
+      say(command, "note", "--trunc 0 replaces every w by w_avg: every seed gives the same image");
+  }
+  if (noise_mode && *noise_mode == NoiseMode::const_ && cfg.synthesis.use_noise && cfg.noise_const_missing)
+    say(command, "warning",
+        "this model stores no noise maps (its checkpoint had none), so --noise-mode const adds no noise, the same as "
+        "--noise-mode none; --noise-mode random draws noise as rosinality's generate.py does");
+}
+
+std::string short_number(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+int64_t cpu_bytes_per_image(const ModelConfig& cfg) {
+  // The CPU backend's live buffers per sample at its peak, block by block: the block input, the
+  // transposed convolution's output and the filtered result of conv0, the per-sample modulated
+  // weights, and the image path (skip image, its upsampled copy, ToRGB output), float32; plus the
+  // output image the command keeps. Checked against the peak RSS of `sg2 generate --device cpu`
+  // (batch 4 minus batch 1, per image): 512 px, channels 64..8: 31.5 MB measured, 36.8 MB
+  // estimated; 256 px, channels 256..64: 47.0 MB measured, 46.5 MB estimated.
+  int64_t peak = 0;
+  for (int r : cfg.block_resolutions()) {
+    const int64_t c = cfg.channels_at(r), cin = r == 4 ? c : cfg.channels_at(r / 2);
+    const int64_t rr = int64_t(r) * r, r1 = int64_t(r + 1) * (r + 1);
+    const int64_t floats = cin * (rr / 4) + 2 * c * r1 + 9 * c * cin + 3 * int64_t(cfg.img_channels) * rr;
+    peak = std::max(peak, floats);
+  }
+  const int64_t out = int64_t(cfg.img_channels) * cfg.img_resolution * cfg.img_resolution;
+  return 4 * (peak + 2 * out);
+}
+
+int64_t host_memory_available() {
+  int64_t avail = -1;
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    long long kb = 0;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "MemAvailable: %lld kB", &kb) == 1) avail = int64_t(kb) * 1024;
+    std::fclose(f);
+  }
+  // A cgroup (v2) limit, as in containers, can be tighter than the machine's free memory.
+  long long max_b = 0, cur_b = 0;
+  std::FILE* fm = std::fopen("/sys/fs/cgroup/memory.max", "r");
+  std::FILE* fc = std::fopen("/sys/fs/cgroup/memory.current", "r");
+  if (fm && fc && std::fscanf(fm, "%lld", &max_b) == 1 && std::fscanf(fc, "%lld", &cur_b) == 1 && max_b > 0) {
+    const int64_t left = std::max<int64_t>(0, int64_t(max_b) - int64_t(cur_b));
+    avail = avail < 0 ? left : std::min(avail, left);
+  }
+  if (fm) std::fclose(fm);
+  if (fc) std::fclose(fc);
+  return avail;
+}
+
+namespace {
+std::string gib(int64_t bytes) {
+  char buf[32];
+  if (bytes >= (int64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / double(int64_t(1) << 30));
+  else if (bytes >= (1 << 20)) std::snprintf(buf, sizeof buf, "%.0f MiB", std::ceil(double(bytes) / double(1 << 20)));
+  else std::snprintf(buf, sizeof buf, "%.0f KiB", std::ceil(double(bytes) / 1024.0));
+  return buf;
+}
+}  // namespace
+
+int chunk_size(Generator& gen, const cxxopts::ParseResult& args, int64_t images, int workers) {
   const GeneratorOptions o = generator_options(args);
-  if (o.max_batch > 0) return o.max_batch;
-  return std::max(1, gen.max_batch());
+  int batch = o.max_batch > 0 ? o.max_batch : std::max(1, gen.max_batch());
+  if (images >= 1 && images < batch) batch = static_cast<int>(images);  // what a run actually holds
+  // The CPU backend holds a whole batch in host memory: check the need before any work. (The CUDA
+  // backend halves a batch that does not fit on the GPU and goes on.)
+  if (gen.device().kind != Device::Kind::cpu) return batch;
+  const int64_t avail = host_memory_available();
+  if (avail <= 0) return batch;
+  const ModelConfig& cfg = gen.config();
+  const int64_t per = cpu_bytes_per_image(cfg) * std::max(1, workers);  // each generator holds a batch
+  const int64_t fits = avail / per;
+  const std::string size = std::to_string(cfg.img_resolution) + "x" + std::to_string(cfg.img_resolution);
+  if (fits < 1)
+    fail(ErrorKind::out_of_memory, "one ", size, " image of this model needs about ", gib(per),
+         " of memory on the CPU, but only ", gib(avail), " are available");
+  if (batch <= fits) return batch;
+  if (o.max_batch > 0)
+    fail(ErrorKind::invalid_argument, "--batch ", batch, " needs about ", gib(per * batch), " of memory for this ", size,
+         " model on the CPU (about ", gib(per), " per image), but ", gib(avail), " are available: use --batch ", fits,
+         " or less");
+  return static_cast<int>(fits);  // the default batch, cut to what fits
 }
 
 void add_class_option(cxxopts::Options& opts) {
@@ -189,10 +322,12 @@ Tensor class_labels(const cxxopts::ParseResult& args, const ModelConfig& cfg, in
            " classes): --class K is required, with K in [0, ", cfg.c_dim - 1, "]");
     return Tensor();
   }
-  const int64_t k = parse_int("class", get(args, "class"), 0, 1 << 30);
+  // Any integer first; the range is the model's, so that the message names it (--class -1).
+  const int64_t k = parse_int("class", get(args, "class"), std::numeric_limits<int64_t>::min(),
+                                  std::numeric_limits<int64_t>::max());
   if (cfg.c_dim == 0)
     fail(ErrorKind::invalid_argument, "--class: this model is unconditional (c_dim 0); leave --class out");
-  if (k >= cfg.c_dim)
+  if (k < 0 || k >= cfg.c_dim)
     fail(ErrorKind::invalid_argument, "--class ", k, " is out of range: this model has classes 0..", cfg.c_dim - 1);
   return one_hot(std::vector<int>(static_cast<size_t>(n), static_cast<int>(k)), cfg.c_dim);
 }
@@ -207,7 +342,10 @@ std::string indexed_stem(const std::string& prefix, int64_t index, int width) {
   return prefix + buf;
 }
 
-OutputDir::OutputDir(const std::string& dir) : dir_(dir.empty() ? "." : dir) {
+OutputDir::OutputDir(const std::string& dir) : dir_(dir) {
+  // An empty --outdir is almost always an unset shell variable ($OUT): refuse it rather than
+  // scatter files into the current folder.
+  if (dir_.empty()) fail(ErrorKind::invalid_argument, "--outdir is empty; name a folder (--outdir . for the current one)");
   struct stat st {};
   if (::stat(dir_.c_str(), &st) == 0) {
     if (!S_ISDIR(st.st_mode))

@@ -6,7 +6,7 @@
 //   cli::add_model_options(opts);                      // --network --device --precision --batch
 //   auto args = cli::parse(opts, argc, argv);          // usage errors -> Error(invalid_argument)
 //   if (cli::print_help_if_asked(opts, args)) return 0;
-//   sg2::Generator gen = cli::make_generator(args);    // loads --network or the bundled model
+//   sg2::Generator gen = cli::open_generator(cli::load_network(args, "generate"), cli::generator_options(args));
 #pragma once
 
 #include <chrono>
@@ -47,7 +47,11 @@ int64_t parse_int(const std::string& what, const std::string& text, int64_t lo, 
 uint64_t parse_u64(const std::string& what, const std::string& text);
 float parse_float(const std::string& what, const std::string& text);
 
-/// "0-6", "0,1,2", "0-3,7": non-negative integers (ranges inclusive), in order, duplicates kept.
+/// `s` without leading and trailing blanks (spaces, tabs).
+std::string trim_blanks(const std::string& s);
+
+/// "0-6", "0,1,2", "0-3,7", "0, 1": non-negative integers (ranges inclusive), in order, duplicates
+/// kept; blanks around numbers are ignored.
 std::vector<int> parse_index_list(const std::string& what, const std::string& text);
 
 /// "10x1" -> {cols 10, rows 1}; both >= 1.
@@ -69,17 +73,44 @@ void add_model_options(cxxopts::Options& opts, bool with_batch = true);
 GeneratorOptions generator_options(const cxxopts::ParseResult& args);
 
 /// The path --network names, or the bundled model's path (default_model_path(): throws with
-/// every place looked at when it is missing).
+/// every place looked at when it is missing, and the hint --network FILE).
 std::string network_path(const cxxopts::ParseResult& args);
 
-/// load_model(network_path(args)).
-Model load_network(const cxxopts::ParseResult& args);
+/// "sg2 <command>: <level>: <text>" on stderr (level "note" or "warning").
+void say(const std::string& command, const char* level, const std::string& text);
 
-/// A Generator for load_network(args) with generator_options(args).
-Generator make_generator(const cxxopts::ParseResult& args);
+/// The model network_path(args) names: a model file, or a checkpoint converted in memory, whose
+/// conversion warnings (ignored variables, ...) go to stderr as sg2 convert prints them; those
+/// about what the config records (estimated w_avg, no stored noise) are model_notices' part.
+Model load_network(const cxxopts::ParseResult& args, const std::string& command);
 
-/// Images per call to the generator: --batch when given, else the backend's default.
-int chunk_size(Generator& gen, const cxxopts::ParseResult& args);
+/// Generator(model, options), with the CLI's hints: --precision tf32/fp16 on the CPU is refused
+/// in terms of the options, and device errors end with "use --device cpu".
+Generator open_generator(Model model, const GeneratorOptions& options);
+
+/// What a user must know before a run, on stderr: truncation toward an estimated w_avg (trunc
+/// given and psi != 1), --trunc 0 making every seed the same image, and const noise on a model
+/// that stores no noise maps (noise_mode given). Warnings are printed even when quiet, notes not.
+void model_notices(const std::string& command, const ModelConfig& cfg, const Truncation* trunc,
+                   std::optional<NoiseMode> noise_mode, bool quiet);
+
+/// A float as the shortest text ostream gives ("0.7", "1e-05").
+std::string short_number(double v);
+
+/// Images per call to the generator: --batch when given, else the backend's default, at most the
+/// `images` the run makes. On the CPU the batch is checked against the host memory available
+/// first (cpu_bytes_per_image x batch x `workers`, the CPU generators working at once): a --batch
+/// that does not fit is Error(invalid_argument) saying how large a batch fits; the default is cut
+/// to what fits; when not even one image fits, Error(out_of_memory).
+int chunk_size(Generator& gen, const cxxopts::ParseResult& args, int64_t images, int workers = 1);
+
+/// About how many bytes of host memory the CPU backend needs per image of a batch (the peak of its
+/// live buffers; see cli_util.cpp).
+int64_t cpu_bytes_per_image(const ModelConfig& cfg);
+
+/// Host memory available to this process in bytes (MemAvailable, or a tighter cgroup v2 limit);
+/// -1 when unknown.
+int64_t host_memory_available();
 
 /// The --class option as a one-hot label for n samples: [n, c_dim]; empty when the model is
 /// unconditional and no class was given. Errors (exit 2): a conditional model without --class
@@ -100,8 +131,8 @@ std::string indexed_stem(const std::string& prefix, int64_t index, int width);
 /// When the command fails, a directory this object created is removed again if still empty.
 class OutputDir {
  public:
-  /// Throws Error(io) "cannot write to output directory DIR: reason" when it cannot be created
-  /// or a file cannot be created in it.
+  /// Throws Error(invalid_argument) for an empty path, Error(io) "cannot write to output directory
+  /// DIR: reason" when it cannot be created or a file cannot be created in it.
   explicit OutputDir(const std::string& dir);
   ~OutputDir();
   OutputDir(const OutputDir&) = delete;

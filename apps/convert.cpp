@@ -15,6 +15,7 @@
 #include "sg2/error.h"
 #include "sg2/model.h"
 #include "sg2/convert.h"
+#include "sg2/npy.h"
 
 namespace {
 
@@ -49,6 +50,8 @@ int run_convert(int argc, char** argv) {
                         "over this many z", cxxopts::value<std::string>()->default_value("10000"), "N")
       ("w-avg-seed", "RandomState seed of those z (one stream: RandomState(S).randn(N, z_dim))",
        cxxopts::value<std::string>()->default_value("0"), "S")
+      ("w-avg", "store this mean latent as w_avg (float32 .npy, [w_dim] or [1, w_dim]) instead of the checkpoint's "
+                "own or an estimate: the mean your own pipeline truncated toward", cxxopts::value<std::string>(), "FILE.npy")
       ("q,quiet", "print nothing on success")
       ("input", "checkpoint", cxxopts::value<std::string>())
       ("output", "model file to write", cxxopts::value<std::string>());
@@ -84,15 +87,41 @@ int run_convert(int argc, char** argv) {
       sg2::fail(sg2::ErrorKind::invalid_argument, "--w-avg-seed must be an integer in [0, 4294967295], got '", s, "'");
     options.w_avg_seed = static_cast<uint32_t>(v);
   }
+  if (args.count("w-avg")) {
+    if (args.count("w-avg-samples") || args.count("w-avg-seed"))
+      sg2::fail(sg2::ErrorKind::invalid_argument, "--w-avg supplies w_avg; --w-avg-samples and --w-avg-seed shape an estimate: give one or the other");
+    const std::string f = args["w-avg"].as<std::string>();
+    try {
+      options.w_avg = sg2::read_npy_tensor(f);
+    } catch (const sg2::Error& e) {
+      if (e.kind() != sg2::ErrorKind::invalid_argument) throw;
+      sg2::fail(sg2::ErrorKind::bad_file, f, ": ", e.what());
+    }
+  }
+  // The output is a safetensors model file: a checkpoint's extension would mislead every later
+  // reader (and sg2 itself would still read it by content).
+  for (const char* ext : {".pkl", ".pickle", ".pt", ".pth", ".ckpt", ".npy", ".npz"}) {
+    const std::string e = ext;
+    if (out.size() > e.size() && out.compare(out.size() - e.size(), e.size(), e) == 0)
+      sg2::fail(sg2::ErrorKind::invalid_argument, "OUT ", out, " has a checkpoint's extension, but sg2 convert writes a "
+                "safetensors model file: name it ", out.substr(0, out.size() - e.size()), ".safetensors");
+  }
   if (same_file(in, out)) sg2::fail(sg2::ErrorKind::invalid_argument, "OUT ", out, " is the input file; choose another name");
-  sg2::ConvertResult res = sg2::convert_checkpoint_report(in, options);
-  for (const std::string& w : res.report.warnings) std::cerr << "sg2 convert: warning: " << w << "\n";
+  sg2::ConvertResult res;
+  try {
+    res = sg2::convert_checkpoint_report(in, options);
+  } catch (const sg2::Error& e) {  // a supplied w_avg that does not fit: name the file
+    if (e.kind() != sg2::ErrorKind::invalid_argument || !args.count("w-avg")) throw;
+    sg2::fail(sg2::ErrorKind::invalid_argument, "--w-avg ", args["w-avg"].as<std::string>(), ": ", e.what());
+  }
+  for (const auto* list : {&res.report.warnings, &res.report.config_warnings})
+    for (const std::string& w : *list) std::cerr << "sg2 convert: warning: " << w << "\n";
   sg2::save_model_file(out, res.model);
   if (!args.count("quiet")) {
     const sg2::ModelConfig& c = res.model.config;
     std::cout << "converted " << in << " (" << res.report.family << ", " << res.report.generator << ", " << c.img_resolution << "x"
               << c.img_resolution << "x" << c.img_channels << ", " << sg2::parameter_count(res.model) << " parameters) -> " << out
-              << "\n";
+              << (res.report.w_avg_supplied ? ", w_avg from " + args["w-avg"].as<std::string>() : std::string()) << "\n";
   }
   return 0;
 }

@@ -6,18 +6,21 @@
 // (spec §2.8); files seed%04d.png. --seed-mode tf follows the TensorFlow run_generator.py instead:
 // the const noise maps are redrawn from the seed's RandomState after z. --ws feeds [N, w_dim] or
 // [N, num_ws, w_dim] latents straight into synthesis, like generate.py --projected-w (no
-// truncation), naming the outputs ws0000.png, ... by row.
+// truncation), naming the outputs ws0000.png, ... by row (ws_input.h: .npy or .npz, and the rule
+// for [num_ws, w_dim] arrays). A seed listed twice is generated once (one file per seed).
 //
 // The pipeline (sg2/stream.h): the generators (one per --device entry) compute batch after batch;
 // on a GPU the uint8 conversion runs there and only uint8 crosses to the host. Each finished image
 // becomes a task of an encoder pool (--jobs threads, task_pool.h) that encodes and writes its files
 // (atomically); the pool's queue is bounded and every task holds its batch's buffer, so host and
 // device memory stay fixed however many seeds are asked for.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
+#include <unordered_set>
 
 #include "cli_util.h"
 #include "commands.h"
@@ -26,27 +29,10 @@
 #include "sg2/npy.h"
 #include "sg2/stream.h"
 #include "task_pool.h"
+#include "ws_input.h"
 
 namespace sg2::cli {
 namespace {
-
-/// Reads --ws and returns it as ws [N, num_ws, w_dim] for `cfg` (W rows are broadcast).
-Tensor read_ws(const std::string& path, const ModelConfig& cfg) {
-  Tensor t = read_npy_tensor(path);
-  if (t.ndim() >= 1 && t.dim(0) == 0) fail(ErrorKind::bad_file, "--ws ", path, ": has no rows (shape ", t.shape_str(), ")");
-  for (float v : t.vec())
-    if (!std::isfinite(v)) fail(ErrorKind::bad_file, "--ws ", path, ": contains NaN or infinite values");
-  if (t.ndim() == 2 && t.dim(1) == cfg.w_dim) {
-    Tensor ws({t.dim(0), cfg.num_ws, cfg.w_dim});
-    for (int64_t n = 0; n < t.dim(0); ++n)
-      for (int l = 0; l < cfg.num_ws; ++l)
-        std::copy(t.data() + n * cfg.w_dim, t.data() + (n + 1) * cfg.w_dim, ws.data() + (n * cfg.num_ws + l) * cfg.w_dim);
-    return ws;
-  }
-  if (t.ndim() == 3 && t.dim(1) == cfg.num_ws && t.dim(2) == cfg.w_dim) return t;
-  fail(ErrorKind::invalid_argument, "--ws ", path, ": shape ", t.shape_str(), " does not fit this model: expected [N, ",
-       cfg.w_dim, "] (W) or [N, ", cfg.num_ws, ", ", cfg.w_dim, "] (W+)");
-}
 
 int run_generate(int argc, char** argv) {
   cxxopts::Options opts = make_options(
@@ -56,8 +42,11 @@ int run_generate(int argc, char** argv) {
   opts.add_options()
       ("seeds", "seeds: ranges and lists, e.g. 0-7,42; each in [0, 4294967295] (never wrapped)",
        cxxopts::value<std::string>(), "LIST")
-      ("ws", "W [N, w_dim] or W+ [N, num_ws, w_dim] float .npy fed to synthesis (no truncation, as "
-             "--projected-w); outputs ws0000.png, ... by row", cxxopts::value<std::string>(), "FILE.npy")
+      ("ws", "W [N, w_dim] or W+ [N, num_ws, w_dim] float .npy, or an .npz (its array 'w', as NVIDIA's "
+             "projected_w.npz), fed to synthesis (no truncation, as --projected-w); outputs ws0000.png, ... by row",
+       cxxopts::value<std::string>(), "FILE")
+      ("ws-as", "how to read a 2-D --ws array [num_ws, w_dim], which is ambiguous: w+ (one W+ latent without its "
+                "batch axis) or w (num_ws W latents)", cxxopts::value<std::string>(), "w|w+")
       ("trunc", "truncation psi toward w_avg (1 = none)", cxxopts::value<std::string>()->default_value("1"), "PSI")
       ("trunc-cutoff", "truncate only ws rows [0, N) (default: all rows)", cxxopts::value<std::string>(), "N")
       ("noise-mode", "const (the model's stored noise), random, or none",
@@ -87,7 +76,20 @@ int run_generate(int argc, char** argv) {
     fail(ErrorKind::invalid_argument, from_ws ? "give either --seeds or --ws, not both"
                                               : "--seeds LIST (e.g. --seeds 0-7) or --ws FILE.npy is required");
   std::vector<uint32_t> seeds;
-  if (!from_ws) seeds = parse_seeds(get(args, "seeds"));
+  int64_t duplicates = 0;
+  if (!from_ws) {  // a seed listed twice would write the same file twice: generate it once
+    std::vector<uint32_t> listed = parse_seeds(get(args, "seeds"));
+    std::vector<uint32_t> sorted = listed;
+    std::sort(sorted.begin(), sorted.end());
+    if (std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end()) {
+      seeds = std::move(listed);
+    } else {
+      std::unordered_set<uint32_t> seen;
+      for (uint32_t s : listed)
+        if (seen.insert(s).second) seeds.push_back(s);
+      duplicates = static_cast<int64_t>(listed.size() - seeds.size());
+    }
+  }
   Truncation trunc;
   trunc.psi = parse_float("trunc", get(args, "trunc"));
   if (has(args, "trunc-cutoff")) trunc.cutoff = static_cast<int>(parse_int("trunc-cutoff", get(args, "trunc-cutoff"), 0, 1 << 20));
@@ -108,21 +110,19 @@ int run_generate(int argc, char** argv) {
       if (has(args, o)) fail(ErrorKind::invalid_argument, "--", o, " does not apply to --ws input (ws go straight into synthesis)");
     if (seed_mode == "tf") fail(ErrorKind::invalid_argument, "--seed-mode tf needs --seeds, not --ws");
   }
+  WsLayout ws_layout = WsLayout::unspecified;
+  if (has(args, "ws-as")) {
+    if (!from_ws) fail(ErrorKind::invalid_argument, "--ws-as is only used with --ws");
+    ws_layout = parse_ws_layout(get(args, "ws-as"));
+  }
   const OutputFormat fmt = parse_format(get(args, "format"));
   std::optional<GridShape> grid;
   if (has(args, "grid")) grid = parse_grid(get(args, "grid"));
   const bool save_ws = has(args, "save-ws");
   const bool quiet = has(args, "quiet");
   const GeneratorOptions gen_options = generator_options(args);
-  Tensor ws_input;
-  if (from_ws) {  // file errors before the model load
-    try {
-      ws_input = read_npy_tensor(get(args, "ws"));
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::invalid_argument) throw;
-      fail(ErrorKind::bad_file, "--ws ", get(args, "ws"), ": ", e.what());  // e.g. an absurd shape
-    }
-  }
+  WsArray ws_file;
+  if (from_ws) ws_file = read_ws_array(get(args, "ws"));  // file errors before the model load
   if (grid) check_grid_size(*grid);
   if (grid && !from_ws && static_cast<int64_t>(seeds.size()) > int64_t(grid->cols) * grid->rows)
     fail(ErrorKind::invalid_argument, "--grid ", grid->cols, "x", grid->rows, " has ", grid->cols * grid->rows,
@@ -134,19 +134,22 @@ int run_generate(int argc, char** argv) {
   OutputDir out(get(args, "outdir"));
 
   // --- model, generators and the job -----------------------------------------------------------
-  const Model model = load_network(args);
+  const Model model = load_network(args, "generate");
   std::vector<Generator> gens;
   for (const Device& d : devices) {
     GeneratorOptions o = gen_options;
     o.device = d;
-    gens.emplace_back(model, o);
+    gens.push_back(open_generator(model, o));
   }
   std::vector<Generator*> gen_ptrs;
   for (Generator& g : gens) gen_ptrs.push_back(&g);
   const ModelConfig& cfg = gens[0].config();
   ImageJob job;
   if (from_ws) {
-    job.ws = read_ws(get(args, "ws"), cfg);
+    if (!ws_file.note.empty() && !quiet)
+      say("generate", "note", "--ws " + get(args, "ws") + ": " + ws_file.note + ", " + ws_file.values.shape_str());
+    job.ws = fit_ws(ws_file.values, get(args, "ws"), cfg, ws_layout);
+    ws_file.values = Tensor();
     if (grid && job.ws.dim(0) > int64_t(grid->cols) * grid->rows)
       fail(ErrorKind::invalid_argument, "--grid ", grid->cols, "x", grid->rows, " has ", grid->cols * grid->rows,
            " cells for ", job.ws.dim(0), " images");
@@ -162,6 +165,18 @@ int run_generate(int argc, char** argv) {
   const int64_t total = from_ws ? job.ws.dim(0) : static_cast<int64_t>(seeds.size());
   StreamOptions so;
   so.batch = gen_options.max_batch;
+  // On the CPU a batch lives in host memory: checked (and a default cut) before any work.
+  int cpu_gens = 0;
+  for (const Generator& g : gens) cpu_gens += g.device().kind == Device::Kind::cpu;
+  for (Generator& g : gens)
+    if (g.device().kind == Device::Kind::cpu) {
+      so.batch = chunk_size(g, args, total, cpu_gens);
+      break;
+    }
+  model_notices("generate", cfg, from_ws ? nullptr : &trunc, noise_mode, quiet);
+  if (duplicates > 0 && !quiet)
+    say("generate", "note", "--seeds lists " + std::to_string(duplicates) + (duplicates == 1 ? " seed" : " seeds") +
+                                " more than once; each seed is generated once (" + std::to_string(seeds.size()) + " images)");
   so.uint8 = fmt != OutputFormat::npy || grid.has_value();
   so.float32 = fmt == OutputFormat::npy || fmt == OutputFormat::both;
   so.ws = save_ws;

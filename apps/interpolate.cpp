@@ -104,15 +104,16 @@ int run_interpolate(int argc, char** argv) {
   const GeneratorOptions gen_options = generator_options(args);
   OutputDir out(get(args, "outdir"));
 
-  Generator gen(load_network(args), gen_options);
+  Generator gen = open_generator(load_network(args, "interpolate"), gen_options);
   const ModelConfig& cfg = gen.config();
   class_labels(args, cfg, 1);  // validates --class before any work
+  const int chunk = chunk_size(gen, args, total);  // checks --batch against the memory it needs
+  model_notices("interpolate", cfg, &trunc, noise_mode, quiet);
   const Tensor z = z_from_seeds(seeds, cfg.z_dim);
   Tensor key_ws;
   if (space == "w") key_ws = gen.map(z, class_labels(args, cfg, S), trunc);
   const int64_t row_len = int64_t(cfg.num_ws) * cfg.w_dim;
 
-  const int chunk = chunk_size(gen, args);
   Progress progress("sg2 interpolate", total, quiet);
   for (int64_t b = 0; b < total; b += chunk) {
     const int64_t e = std::min<int64_t>(total, b + chunk);

@@ -11,7 +11,7 @@ namespace {
 
 void print_usage(std::ostream& os) {
   os << "sg2 " << sg2::version() << ": StyleGAN2 inference without Python\n\n"
-     << "usage: sg2 <command> [options]     (sg2 <command> --help for its options)\n\ncommands:\n";
+     << "usage: sg2 <command> [options]     (sg2 <command> --help or sg2 help <command> for its options)\n\ncommands:\n";
   for (const sg2::cli::Command& c : sg2::cli::commands()) os << "  " << c.name << std::string(12 - std::strlen(c.name), ' ') << c.summary << "\n";
 }
 
@@ -23,6 +23,18 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string cmd = argv[1];
+  if (cmd == "help" && argc >= 3) {  // `sg2 help generate` = `sg2 generate --help`
+    const std::string topic = argv[2];
+    for (const sg2::cli::Command& c : sg2::cli::commands()) {
+      if (topic != c.name) continue;
+      char help_flag[] = "--help";
+      char* sub_argv[] = {argv[2], help_flag, nullptr};
+      return sg2::cli::run_guarded(c, 2, sub_argv);
+    }
+    std::cerr << "sg2 help: unknown command '" << topic << "'\n\n";
+    print_usage(std::cerr);
+    return 2;
+  }
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
     print_usage(std::cout);
     return 0;

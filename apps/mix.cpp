@@ -62,7 +62,7 @@ int run_mix(int argc, char** argv) {
   const GeneratorOptions gen_options = generator_options(args);
   OutputDir out(get(args, "outdir"));
 
-  Generator gen(load_network(args), gen_options);
+  Generator gen = open_generator(load_network(args, "mix"), gen_options);
   const ModelConfig& cfg = gen.config();
   if (!has(args, "styles"))  // the official default 0-6, limited to the rows a small model has
     styles.erase(std::remove_if(styles.begin(), styles.end(), [&](int k) { return k >= cfg.num_ws; }), styles.end());
@@ -70,6 +70,11 @@ int run_mix(int argc, char** argv) {
     if (k >= cfg.num_ws)
       fail(ErrorKind::invalid_argument, "--styles: ws row ", k, " does not exist: this model has rows 0..", cfg.num_ws - 1);
   class_labels(args, cfg, 1);  // validates --class before any work
+  // Checks --batch against the memory it needs; the run makes at most rows x cols + rows + cols images.
+  const int chunk = chunk_size(gen, args, int64_t(rows.size() * cols.size()) + int64_t(rows.size() + cols.size()));
+  Truncation trunc;
+  trunc.psi = psi;
+  model_notices("mix", cfg, &trunc, noise_mode, quiet);
 
   // all_w for every distinct seed, with the official plain truncation formula.
   std::vector<uint32_t> all_seeds;
@@ -90,7 +95,6 @@ int run_mix(int argc, char** argv) {
   std::map<uint32_t, int64_t> index;
   for (int64_t n = 0; n < S; ++n) index[all_seeds[n]] = n;
 
-  const int chunk = chunk_size(gen, args);
   const int64_t total = S + int64_t(rows.size() * cols.size());
   Progress progress("sg2 mix", total, quiet);
   std::map<std::pair<uint32_t, uint32_t>, Image8> images;

@@ -14,7 +14,7 @@ void throw_cuda_error(cudaError_t e, const char* what, const char* file, int lin
   cudaGetLastError();  // clear a sticky-free error so later calls are not blamed for it
   if (e == cudaErrorMemoryAllocation)
     fail(ErrorKind::out_of_memory, "CUDA out of device memory in ", what, " (", source_location(file, line),
-         "). HINT: use a smaller --batch / max_batch, or free the GPU");
+         "). HINT: use a smaller batch (max_batch), or free the GPU");
   if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction) {
     int dev = 0, major = 0, minor = 0;
     cudaGetDevice(&dev);
@@ -22,7 +22,7 @@ void throw_cuda_error(cudaError_t e, const char* what, const char* file, int lin
     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
     fail(ErrorKind::device, "this sg2 has no GPU code for the GPU's architecture sm_", major, minor, " (", what, " at ",
          source_location(file, line), ": ", cudaGetErrorString(e),
-         "). HINT: rebuild with -DSG2_CUDA_ARCHITECTURES=", major, minor, ", or use --device cpu");
+         "). HINT: rebuild with -DSG2_CUDA_ARCHITECTURES=", major, minor);
   }
   fail(ErrorKind::device, "CUDA error in ", what, " (", source_location(file, line), "): ", cudaGetErrorName(e), ": ",
        cudaGetErrorString(e));

@@ -2,8 +2,8 @@
 # Checks the installed package as a user meets it (called by scripts/test.sh after ctest):
 #   1. cmake --install into a temporary prefix;
 #   2. apps/examples (find_package(sg2 REQUIRED)) configured and built against it with
-#      -DCMAKE_PREFIX_PATH, then run from another directory: it must find the bundled model under
-#      <prefix>/share/sg2/models and write four PNGs;
+#      -DCMAKE_PREFIX_PATH, then run from another directory: embed (C++ API) and embed_c (C ABI) must
+#      find the bundled model under <prefix>/share/sg2/models and write four and three PNGs;
 #   3. the installed `sg2` CLI generates from its bundled model;
 #   4. a C program compiled against the installed sg2_c.h and libsg2.
 # Environment: SG2_BUILD_DIR (default build).
@@ -28,6 +28,9 @@ cd "$tmp/run"
 env -u SG2_MODEL "$tmp/examples/embed" "$tmp/embed-out" | tee "$tmp/embed.txt"
 [[ $(grep -c '^wrote ' "$tmp/embed.txt") == 4 ]] || { echo "embed: expected 4 images" >&2; exit 1; }
 for s in 0 1 2 3; do [[ -s "$tmp/embed-out/embed_seed$s.png" ]] || { echo "embed: missing embed_seed$s.png" >&2; exit 1; }; done
+env -u SG2_MODEL "$tmp/examples/embed_c" "$tmp/embed-out" | tee "$tmp/embed_c.txt"
+[[ $(grep -c '^wrote ' "$tmp/embed_c.txt") == 3 ]] || { echo "embed_c: expected 3 images" >&2; exit 1; }
+for s in 0 1 2; do [[ -s "$tmp/embed-out/embed_c_seed$s.png" ]] || { echo "embed_c: missing embed_c_seed$s.png" >&2; exit 1; }; done
 
 env -u SG2_MODEL "$prefix/bin/sg2" generate --seeds 0-2 --class 5 --grid 3x1 --outdir "$tmp/cli-out"
 for f in seed0000.png seed0001.png seed0002.png grid.png; do
@@ -50,4 +53,4 @@ c_compiler=(cc)
 if ! command -v cc >/dev/null; then c_compiler=(c++ -x c); fi   # g++ alone can compile C too
 "${c_compiler[@]}" -std=c99 -Wall -Werror -I"$prefix/include" "$tmp/c_abi.c" -L"$libdir" -Wl,-rpath,"$libdir" -lsg2 -o "$tmp/c_abi"
 "$tmp/c_abi"
-echo "sg2 install test: passed (find_package example, installed CLI, C ABI)"
+echo "sg2 install test: passed (find_package examples in C++ and C, installed CLI, C ABI)"

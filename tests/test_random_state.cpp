@@ -92,6 +92,18 @@ TEST(Seeds, ParsesRangesAndLists) {
   EXPECT_EQ(parse_seeds("4294967294-4294967295"), (std::vector<uint32_t>{4294967294u, 4294967295u}));
 }
 
+TEST(Seeds, AcceptsBlanksAndLeadingZeros) {  // issue 15 item 21: "0, 1" and 00000000000000000001
+  EXPECT_EQ(parse_seeds("0, 1"), (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(parse_seeds(" 2 - 4 ,\t7 "), (std::vector<uint32_t>{2, 3, 4, 7}));
+  EXPECT_EQ(parse_seeds("00000000000000000001"), (std::vector<uint32_t>{1}));
+  EXPECT_EQ(parse_seeds("0000000000004294967295"), (std::vector<uint32_t>{4294967295u}));
+  EXPECT_EQ(parse_seeds("000"), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(parse_seeds("0-3,2"), (std::vector<uint32_t>{0, 1, 2, 3, 2}));  // the library keeps duplicates
+  EXPECT_THROW(parse_seeds("00000000004294967296"), Error);
+  EXPECT_THROW(parse_seeds(" "), Error);
+  EXPECT_THROW(parse_seeds("1 2"), Error);
+}
+
 TEST(Seeds, RejectsOutOfRangeAndGarbage) {
   for (const char* bad : {"4294967296", "-1", "a", "1-", "5-2", "", "1,,2", "99999999999999999999", "1.5"}) {
     try {

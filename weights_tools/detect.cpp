@@ -2,6 +2,7 @@
 //
 //  * tuple (G, D, Gs) of `dnnlib.tflib.network.Network`, or one such network   -> TensorFlow (Gs)
 //  * dict with `G_ema` (a persistent / module object)                        -> ada or stylegan3 repo
+//    (`G_ema` holding a rosinality state dict -> rosinality; an official state dict -> refused)
 //  * dict with `g_ema` (a state dict), optionally `latent_avg`                -> rosinality
 //  * a bare rosinality generator state dict (`style.1.weight`, `input.input`) -> rosinality
 //  * a lone Generator module object                                          -> ada or stylegan3 repo
@@ -42,6 +43,18 @@ std::string persistent_class(const Node* n) {
   return c ? std::string(*c) : "";
 }
 
+/// A state dict (name -> tensor) of the official generator: its tensor names are known, but the
+/// module attributes the conversion needs (conv_clamp, fp16 blocks, gains) are not in it.
+bool is_official_state_dict(const Node* n) {
+  return pickle::dict_get(n, "mapping.fc0.weight") != nullptr || pickle::dict_get(n, "synthesis.b4.const") != nullptr;
+}
+
+[[noreturn]] void fail_official_state_dict(const std::string& what, const std::string& where) {
+  fail(ErrorKind::unsupported, what, ": unsupported: ", where,
+       "a bare state dict of an official generator (its module attributes are missing: conv_clamp, fp16 blocks, "
+       "gains); convert the original network pickle instead");
+}
+
 Conversion from_tf(Checkpoint& ck, const Node* gs, const std::string& where) {
   const std::string name = network_name(gs);
   auto func = pickle::as_str(pickle::attr(gs, "build_func_name"));
@@ -69,15 +82,23 @@ Conversion detect_and_convert(Checkpoint& ck) {
       if (pickle::is_none(g))
         fail(ErrorKind::unsupported, what, ": unsupported: 'G_ema' is None; sg2 runs the EMA generator, never the training copy 'G'");
       if (is_tf_network(g)) return from_tf(ck, g, "G_ema");
+      if (pickle::is_dict_like(g)) {  // {'G_ema': G.state_dict()}: tensors without their modules
+        if (is_official_state_dict(g)) fail_official_state_dict(what, "'G_ema' is ");
+        if (pickle::dict_get(g, "style.1.weight") && pickle::dict_get(g, "input.input"))
+          return convert_rosinality(ck, root, g, "G_ema");
+        fail(ErrorKind::unsupported, what, ": unsupported: 'G_ema' is a state dict (keys ", pickle::key_list(g),
+             "), not a StyleGAN2 generator network");
+      }
       return convert_ada_generator(ck, g, "G_ema");
     }
     if (const Node* gs = pickle::dict_get(root, "Gs"); gs && is_tf_network(gs)) return from_tf(ck, gs, "Gs");
-    if (const Node* g = pickle::dict_get(root, "g_ema"); g && !pickle::is_none(g)) return convert_rosinality(ck, root, g, "g_ema");
+    if (const Node* g = pickle::dict_get(root, "g_ema"); g && !pickle::is_none(g)) {
+      if (is_official_state_dict(g)) fail_official_state_dict(what, "'g_ema' is ");
+      return convert_rosinality(ck, root, g, "g_ema");
+    }
     if (pickle::dict_get(root, "style.1.weight") && pickle::dict_get(root, "input.input"))
       return convert_rosinality(ck, nullptr, root, "generator state dict");
-    if (pickle::dict_get(root, "mapping.fc0.weight") || pickle::dict_get(root, "synthesis.b4.const"))
-      fail(ErrorKind::unsupported, what, ": unsupported: a bare state dict of an official generator (its module attributes are "
-                                         "missing: conv_clamp, fp16 blocks, gains); convert the original network pickle instead");
+    if (is_official_state_dict(root)) fail_official_state_dict(what, "");
     if (pickle::dict_get(root, "G") || pickle::dict_get(root, "g"))
       fail(ErrorKind::unsupported, what, ": unsupported: the checkpoint has a training generator ('G'/'g') but no EMA generator "
                                          "('G_ema'/'g_ema'), which is what sg2 runs (keys ", pickle::key_list(root), ")");

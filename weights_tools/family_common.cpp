@@ -9,6 +9,13 @@
 
 namespace sg2::weights {
 
+std::string name_list(const std::vector<std::string>& names, size_t max) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < max; ++i) out += (i ? ", '" : "'") + names[i] + "'";
+  if (names.size() > max) out += " and " + std::to_string(names.size() - max) + " more";
+  return out;
+}
+
 int log2_exact(int64_t v) {
   if (v <= 0 || (v & (v - 1)) != 0) return -1;
   int k = 0;

@@ -18,6 +18,8 @@ struct Conversion {
   std::string generator;            ///< where the generator was found ("G_ema", "Gs (tuple item 2)", "g_ema")
   bool w_avg_missing = false;       ///< the source had no w_avg; mapping.w_avg holds zeros until estimated
   std::vector<std::string> notes;   ///< facts worth reporting (ignored kwargs, defaults used, ...)
+  std::vector<std::string> warnings;  ///< what a user must hear and the model does not record (ignored variables)
+  std::vector<std::string> config_warnings;  ///< the same for facts the model's config records (no stored noise maps)
   std::map<std::string, int> stored_dtypes;  ///< how many source tensors were stored in each dtype
 };
 
@@ -38,6 +40,10 @@ std::vector<int> fp16_resolutions(int img_resolution, int num_fp16_res);
 /// Validates the converted model (config and every tensor name / shape / finiteness) and throws
 /// Error(bad_file) with a one-line summary naming `what` when something is wrong.
 void check_converted(const Model& model, const std::string& what);
+
+/// "'a', 'b', 'c' and 2 more": at most `max` names quoted, then how many were left out. The names
+/// must already be printable (pickle::printable), as every name the converters keep is.
+std::string name_list(const std::vector<std::string>& names, size_t max);
 
 /// log2 of a power of two, or -1.
 int log2_exact(int64_t v);

@@ -90,16 +90,28 @@ Conversion RosinalityConverter::run(const Node* top, const Node* g_ema) {
   cfg.mapping.layer_features = static_cast<int>(D);
   cfg.mapping.lr_multiplier = 0.01f;
   out.notes.push_back("mapping lr_multiplier 0.01 (rosinality's lr_mlp default; not stored in checkpoints)");
-  int n_noise = 0;
-  while (has("noises.noise_" + std::to_string(n_noise))) ++n_noise;
   int n_convs = 0;
   while (has("convs." + std::to_string(n_convs) + ".conv.weight")) ++n_convs;
   const int log2s = n_convs / 2 + 2;
   if (n_convs % 2 != 0 || log2s > 14) fail(ErrorKind::bad_file, what_, ": ", n_convs, " convs layers cannot form a generator");
   cfg.img_resolution = 1 << log2s;
   cfg.num_ws = 2 * log2s - 2;
-  if (n_noise != 0 && n_noise != cfg.num_ws - 1)
-    fail(ErrorKind::bad_file, what_, ": ", n_noise, " noise buffers for ", n_convs, " convs layers (expected ", cfg.num_ws - 1, ")");
+  // The noise buffers noises.noise_0 ... noise_{num_ws-2}: all of them, or none at all (state dicts
+  // saved without buffers). A partial set is a damaged file: name what is missing.
+  std::vector<std::string> missing_noise;
+  int n_noise = 0;
+  for (int j = 0; j < cfg.num_ws - 1; ++j) {
+    if (has("noises.noise_" + std::to_string(j))) ++n_noise;
+    else missing_noise.push_back("noises.noise_" + std::to_string(j));
+  }
+  if (n_noise > 0 && !missing_noise.empty())
+    fail(ErrorKind::bad_file, what_, ": the state dict lacks ", name_list(missing_noise, 4), " (", n_noise, " of the ",
+         cfg.num_ws - 1, " noise buffers of a ", cfg.img_resolution, "x", cfg.img_resolution, " generator are present)");
+  if (n_noise == 0) {
+    cfg.noise_const_missing = true;
+    out.config_warnings.push_back("the state dict has no noises.* buffers: noise_const is zeros, so noise mode const adds no "
+                           "noise (the same as none); rosinality's generate.py draws random noise (noise mode random)");
+  }
   cfg.synthesis.use_noise = true;
   cfg.synthesis.architecture = Architecture::skip;
   auto c1 = shape("conv1.conv.weight");
@@ -161,7 +173,6 @@ Conversion RosinalityConverter::run(const Node* top, const Node* g_ema) {
       T[dst + "noise_const"] = read("noises.noise_" + std::to_string(noise), {1, 1, r, r}, {r, r});
     } else {
       T[dst + "noise_const"] = Tensor({r, r});
-      if (out.notes.size() < 2) out.notes.push_back("the state dict has no noises.* buffers: noise_const set to zeros");
     }
   };
   auto torgb = [&](const std::string& src, const std::string& dst, int64_t c) {

@@ -78,6 +78,7 @@ class TfConverter {
   std::string what_;
   std::vector<const Node*> nets_;             // Gs first, then its components
   std::map<std::string, const Node*> vars_;   // "mapping/Dense0/weight", "dlatent_avg", ...
+  std::map<std::string, bool> top_level_;     // variables of a network's own scope (no '/' in the local name)
   std::map<std::string, bool> used_;
   std::map<std::string, int> dtypes_;
 };
@@ -93,7 +94,9 @@ void TfConverter::collect(const std::string& prefix, const Node* net, int depth)
     const auto* kv = pickle::as_seq(pair);
     auto name = kv && kv->size() == 2 ? pickle::as_str((*kv)[0]) : std::nullopt;
     if (!name) fail(ErrorKind::bad_file, what_, ": a variable entry is a ", pickle::describe(pair));
-    vars_[prefix + pickle::printable(*name, 100)] = (*kv)[1];
+    const std::string full = prefix + pickle::printable(*name, 100);
+    vars_[full] = (*kv)[1];
+    top_level_[full] = name->find('/') == std::string_view::npos;
   }
   std::vector<std::pair<const Node*, const Node*>> comps;
   if (pickle::dict_items(pickle::attr(net, "components"), &comps)) {
@@ -121,6 +124,19 @@ Conversion TfConverter::run(const Node* gs) {
     if (name.find("LabelConcat") != std::string::npos)
       fail(ErrorKind::unsupported, what_, ": unsupported: original-StyleGAN2 label concatenation (", name, ")");
   }
+  // Rectangular forks (a W x H output from a 4 x 2 const, static kwarg resolution_w / resolution_h):
+  // recognisable, and not a corrupt file; say what it is.
+  std::string rect;
+  for (const char* k : {"resolution_w", "resolution_h"})
+    if (kwarg(k)) rect += std::string(rect.empty() ? "" : ", ") + "static kwarg " + k;
+  if (has("synthesis/4x4/Const/const")) {
+    auto cs = shape("synthesis/4x4/Const/const");
+    if (cs.size() == 4 && cs[2] != cs[3])
+      rect += std::string(rect.empty() ? "" : ", ") + "a " + std::to_string(cs[2]) + "x" + std::to_string(cs[3]) + " const";
+  }
+  if (!rect.empty())
+    fail(ErrorKind::unsupported, what_, ": unsupported: a rectangular (non-square) generator from a StyleGAN2 fork (", rect,
+         "); sg2 runs square StyleGAN2 networks");
   if (!has("synthesis/4x4/Conv/mod_weight"))
     fail(ErrorKind::unsupported, what_, ": unsupported: the TensorFlow network '",
          pickle::printable(pickle::as_str(pickle::attr(gs, "name")).value_or("?")), "' is not a StyleGAN2 generator (no synthesis/4x4/Conv/mod_weight)");
@@ -271,11 +287,25 @@ Conversion TfConverter::run(const Node* gs) {
     }
     if (skip || r == R) layer(tb + "ToRGB/", pb + "torgb.", C, cfg.img_channels, 1, false, -1, r);
   }
+  // Variables the generator does not use. Scalars in a network's own scope (not inside a layer),
+  // such as the `epochs`, `epochs_1` counters some forks keep in Gs, are training state: ignored
+  // with a notice (legacy.py ignores them too). Anything else may be something the network needs:
+  // refused.
+  std::vector<std::string> ignored;
   for (const auto& [name, node] : vars_) {
-    (void)node;
     if (used_.count(name) || name == "lod") continue;
-    fail(ErrorKind::unsupported, what_, ": unsupported: unexpected TensorFlow variable '", name, "' (a modified network?)");
+    auto view = ck_.tensors->view(node, name);
+    if (view && view->shape.empty() && top_level_[name]) {
+      ignored.push_back(name);
+      continue;
+    }
+    fail(ErrorKind::unsupported, what_, ": unsupported: unexpected TensorFlow variable '", name, "'",
+         view ? " of shape " + shape_to_string(view->shape) : std::string(), " (a modified network?)");
   }
+  if (!ignored.empty())
+    out.warnings.push_back("ignored " + std::string(ignored.size() == 1 ? "a TensorFlow variable" : "TensorFlow variables") + " the generator does not use: " +
+                           name_list(ignored, 4) + " (scalars outside its layers, training state; the official legacy.py "
+                           "ignores them too)");
   out.stored_dtypes = dtypes_;
   return out;
 }

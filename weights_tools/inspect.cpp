@@ -9,6 +9,7 @@
 #include "util/file_util.h"
 #include "sg2/error.h"
 #include "sg2/convert.h"
+#include "weights_tools/pickle.h"
 #include "weights_tools/read_checkpoint.h"
 
 namespace sg2 {
@@ -21,7 +22,7 @@ void fill_from_model(InspectReport& r, const Model& m) {
   r.config = m.config;
   r.provenance = m.provenance;
   r.parameter_count = parameter_count(m);
-  if (m.config.synthesis.use_noise) r.noise_buffers = noise_layers(m.config);
+  if (m.config.synthesis.use_noise && !m.config.noise_const_missing) r.noise_buffers = noise_layers(m.config);
   auto it = m.tensors.find("mapping.w_avg");
   double sq = 0;
   if (it != m.tensors.end())
@@ -58,6 +59,9 @@ InspectReport inspect_file(const std::string& path) {
     fill_from_model(r, m);
     r.w_avg_present = true;
     r.stored_dtypes["float32"] = static_cast<int>(m.tensors.size());
+    if (m.config.noise_const_missing)
+      r.warnings.push_back("the source stored no noise maps: noise_const is zeros, so noise mode const adds no noise "
+                           "(the same as none)");
     return r;
   }
   ConvertResult c = weights::read_checkpoint_file(path);
@@ -73,6 +77,8 @@ InspectReport inspect_file(const std::string& path) {
   r.stored_dtypes = c.report.stored_dtypes;
   r.notes = c.report.notes;
   if (c.report.w_avg_missing) r.notes.push_back("the checkpoint has no w_avg (latent_avg); sg2 convert estimates it");
+  r.warnings = c.report.warnings;
+  r.warnings.insert(r.warnings.end(), c.report.config_warnings.begin(), c.report.config_warnings.end());
   return r;
 }
 
@@ -107,10 +113,12 @@ std::string inspect_to_json(const InspectReport& r, int indent) {
       {"resample_filter", taps},
       {"use_noise", c.synthesis.use_noise},
       {"noise_buffers", noise},
+      {"noise_const_missing", c.noise_const_missing},
       {"w_avg", {{"present", r.w_avg_present}, {"estimated", r.w_avg_estimated}, {"norm", r.w_avg_norm}}},
       {"parameter_count", r.parameter_count},
       {"stored_dtypes", r.stored_dtypes},
       {"notes", r.notes},
+      {"warnings", r.warnings},
       {"config", json::parse(config_to_json(c))},
       {"provenance",
        {{"source_file", r.provenance.source_file},
@@ -147,7 +155,9 @@ std::string inspect_to_text(const InspectReport& r) {
   std::string taps;
   for (float t : c.synthesis.resample_filter) taps += (taps.empty() ? "" : ", ") + fmt_float(t);
   row("resample_filter", "[" + taps + "]");
-  if (c.synthesis.use_noise) {
+  if (c.synthesis.use_noise && c.noise_const_missing) {
+    row("noise buffers", "none stored (noise_const is zeros: noise mode const adds no noise)");
+  } else if (c.synthesis.use_noise) {
     std::string noise = std::to_string(r.noise_buffers.size()) + " noise_const maps (";
     for (size_t i = 0; i < r.noise_buffers.size(); ++i) noise += (i ? ", " : "") + std::to_string(r.noise_buffers[i].resolution);
     row("noise buffers", noise + ")");
@@ -162,7 +172,17 @@ std::string inspect_to_text(const InspectReport& r) {
   for (const auto& [k, n] : r.stored_dtypes) dt += (dt.empty() ? "" : ", ") + k + " x" + std::to_string(n);
   row("stored as", dt);
   row("sha256", r.sha256);
+  if (r.format == "sg2 model file") {
+    const Provenance& p = r.provenance;
+    // Metadata text from the file: escaped before it reaches a terminal.
+    std::string from = p.source_file.empty() ? std::string("(not recorded)") : pickle::printable(p.source_file, 200);
+    if (!p.source_family.empty()) from += " (" + pickle::printable(p.source_family, 40) + ")";
+    if (!p.source_sha256.empty()) from += ", sha256 " + pickle::printable(p.source_sha256, 64);
+    if (!p.converter.empty()) from += ", by " + pickle::printable(p.converter, 40);
+    row("converted from", from);
+  }
   for (const std::string& n : r.notes) row("note", n);
+  for (const std::string& w : r.warnings) row("warning", w);
   return os.str();
 }
 

@@ -21,6 +21,8 @@ ConvertResult read_checkpoint_memory(const uint8_t* data, size_t size, const std
   rep.generator = conv.generator;
   rep.stored_dtypes = conv.stored_dtypes;
   rep.notes = conv.notes;
+  rep.warnings = conv.warnings;
+  rep.config_warnings = conv.config_warnings;
   rep.source_sha256 = detail::sha256_hex(data, size);
   rep.w_avg_missing = conv.w_avg_missing;
   ck.reset();  // release the parse

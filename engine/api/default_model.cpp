@@ -102,7 +102,7 @@ std::string default_model_path() {
   std::string looked;
   for (const std::string& p : candidates) looked += (looked.empty() ? "" : ", ") + p;
   fail(ErrorKind::io, "the bundled model (", default_model_relative_path(), ") was not found; looked in: ", looked,
-       ". HINT: pass --network FILE, set SG2_MODEL=FILE, or reinstall sg2 (cmake --install puts it under "
+       ". HINT: pass a model path, set SG2_MODEL=FILE, or reinstall sg2 (cmake --install puts it under "
        "<prefix>/share/sg2/models/)");
 }
 

@@ -3,6 +3,7 @@
 // above the engine and the readers: the readers stay a leaf (file -> Model + what it lacked), and
 // the estimate runs the mapping network through the engine's Generator.
 #include <algorithm>
+#include <cmath>
 
 #include "sg2/convert.h"
 #include "sg2/error.h"
@@ -42,9 +43,23 @@ Tensor estimate_w_avg(const Model& model, int samples, uint32_t seed) {
 
 namespace {
 
-/// Fills a missing w_avg by the estimate when the options ask for it.
+/// Stores a supplied w_avg, or fills a missing one by the estimate when the options ask for it.
 void complete(ConvertResult& res, const ConvertOptions& options) {
   ConvertReport& rep = res.report;
+  if (!options.w_avg.empty()) {
+    const Tensor& w = options.w_avg;
+    const int64_t D = res.model.config.w_dim;
+    if (!((w.ndim() == 1 && w.dim(0) == D) || (w.ndim() == 2 && w.dim(0) == 1 && w.dim(1) == D)))
+      fail(ErrorKind::invalid_argument, "the supplied w_avg has shape ", w.shape_str(), "; this generator needs [", D,
+           "] or [1, ", D, "] (w_dim ", D, ")");
+    for (float v : w.vec())
+      if (!std::isfinite(v)) fail(ErrorKind::invalid_argument, "the supplied w_avg contains NaN or infinite values");
+    res.model.tensors["mapping.w_avg"] = w.reshaped({D});
+    rep.w_avg_supplied = true;
+    if (!rep.w_avg_missing)
+      rep.warnings.push_back("the supplied w_avg replaces the checkpoint's own (tracked during training)");
+    return;
+  }
   if (!rep.w_avg_missing) return;
   if (!options.estimate_w_avg) {
     rep.notes.push_back("the checkpoint has no w_avg (latent_avg); sg2 convert estimates it");
@@ -56,7 +71,7 @@ void complete(ConvertResult& res, const ConvertOptions& options) {
   rep.w_avg_estimated = true;
   rep.w_avg_samples = options.w_avg_samples;
   rep.w_avg_seed = options.w_avg_seed;
-  rep.warnings.push_back("the checkpoint has no w_avg (latent_avg); estimated it as the mean mapping output over " +
+  rep.config_warnings.push_back("the checkpoint has no w_avg (latent_avg); estimated it as the mean mapping output over " +
                          std::to_string(options.w_avg_samples) + " z from RandomState(" +
                          std::to_string(options.w_avg_seed) +
                          "), so truncation (psi != 1) differs slightly from a tracked average");

@@ -42,7 +42,7 @@ class CpuBackend final : public Backend {
   CpuBackend(const Model& model, Precision precision) : model_(model), cfg_(model.config) {
     if (precision == Precision::tf32 || precision == Precision::fp16)
       fail(ErrorKind::invalid_argument, "the CPU backend computes in float32 only; precision '", to_string(precision),
-           "' needs the CUDA backend. HINT: use precision fp32 or auto on the CPU (CLI: --precision fp32)");
+           "' needs the CUDA backend. HINT: use precision fp32 or auto on the CPU");
     plan_ = make_synthesis_plan(cfg_);
     switch (cfg_.mapping.activation) {
       case sg2::Activation::linear: act_ = Activation::linear; break;

@@ -182,9 +182,10 @@ Tensor Generator::map(const Tensor& z, const Tensor& c, const Truncation& trunc)
     fail(ErrorKind::invalid_argument, "z must be [N, ", cfg.z_dim, "] for this model, got ", z.shape_str());
   const int64_t N = z.dim(0);
   if (cfg.c_dim > 0) {
-    if (c.empty())
+    // "No label" is a tensor without dimensions; [0, c_dim] is a valid label for zero samples.
+    if (c.ndim() == 0 && c.empty())
       fail(ErrorKind::invalid_argument, "this model is conditional (c_dim ", cfg.c_dim,
-           "): a class label is required, one of 0..", cfg.c_dim - 1, " (CLI: --class K)");
+           "): a class label is required, one of 0..", cfg.c_dim - 1);
     if (c.ndim() != 2 || c.dim(0) != N || c.dim(1) != cfg.c_dim)
       fail(ErrorKind::invalid_argument, "c must be [", N, ", ", cfg.c_dim, "], got ", c.shape_str());
   } else if (!c.empty() && !(c.ndim() == 2 && c.dim(1) == 0)) {
@@ -287,21 +288,34 @@ TfSeedInputs tf_seed_inputs(uint32_t seed, const ModelConfig& config) {
   return out;
 }
 
+namespace {
+/// `s` without leading and trailing blanks (spaces, tabs).
+std::string trim_blanks(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return {};
+  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+}  // namespace
+
 std::vector<uint32_t> parse_seeds(const std::string& text) {
   std::vector<uint32_t> seeds;
-  auto parse_one = [&](const std::string& tok, const std::string& whole) -> uint32_t {
+  auto parse_one = [&](const std::string& raw, const std::string& whole) -> uint32_t {
+    const std::string tok = trim_blanks(raw);
     if (tok.empty() || tok.find_first_not_of("0123456789") != std::string::npos)
       fail(ErrorKind::invalid_argument, "bad seed '", whole, "': seeds are integers in [0, 4294967295]");
-    if (tok.size() > 10 || std::stoull(tok) > 4294967295ull)
+    // Leading zeros are the number they are ("007" is 7): compare the significant digits only.
+    const size_t first = std::min(tok.find_first_not_of('0'), tok.size() - 1);
+    const std::string digits = tok.substr(first);
+    if (digits.size() > 10 || std::stoull(digits) > 4294967295ull)
       fail(ErrorKind::invalid_argument, "seed ", tok, " is out of range: seeds are integers in [0, 4294967295]");
-    return static_cast<uint32_t>(std::stoull(tok));
+    return static_cast<uint32_t>(std::stoull(digits));
   };
-  if (text.empty()) fail(ErrorKind::invalid_argument, "no seeds given");
+  if (trim_blanks(text).empty()) fail(ErrorKind::invalid_argument, "no seeds given");
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t comma = text.find(',', pos);
     if (comma == std::string::npos) comma = text.size();
-    std::string tok = text.substr(pos, comma - pos);
+    const std::string tok = trim_blanks(text.substr(pos, comma - pos));
     pos = comma + 1;
     size_t dash = tok.find('-', 1);
     if (dash != std::string::npos) {

@@ -251,6 +251,7 @@ std::string config_to_json(const ModelConfig& c, int indent) {
         {"resample_filter", taps},
         {"use_noise", c.synthesis.use_noise}}},
       {"w_avg_estimated", c.w_avg_estimated},
+      {"noise_const_missing", c.noise_const_missing},
   };
   return j.dump(indent);
 }
@@ -321,6 +322,7 @@ ModelConfig config_from_json(const std::string& text, const std::string& what) {
   c.synthesis.resample_filter = get_field<std::vector<float>>(s, "resample_filter", what, "synthesis.");
   c.synthesis.use_noise = get_field<bool>(s, "use_noise", what, "synthesis.");
   c.w_avg_estimated = j.contains("w_avg_estimated") ? get_field<bool>(j, "w_avg_estimated", what, "") : false;
+  c.noise_const_missing = j.contains("noise_const_missing") ? get_field<bool>(j, "noise_const_missing", what, "") : false;
   try {
     c.validate();
   } catch (const Error& e) {

@@ -49,8 +49,10 @@ size_t dtype_size(const std::string& dtype, const std::string& path) {
 
 NpyArray read_npy(const std::string& path) {
   detail::MappedFile m(path);
-  const uint8_t* d = m.data();
-  size_t n = m.size();
+  return parse_npy(m.data(), m.size(), path);
+}
+
+NpyArray parse_npy(const uint8_t* d, size_t n, const std::string& path) {
   if (n < 10 || std::memcmp(d, "\x93NUMPY", 6) != 0) fail(ErrorKind::bad_file, path, ": not a .npy file (bad magic)");
   int major = d[6];
   size_t header_len, offset;
@@ -109,8 +111,9 @@ NpyArray read_npy(const std::string& path) {
   return a;
 }
 
-Tensor read_npy_tensor(const std::string& path) {
-  NpyArray a = read_npy(path);
+Tensor read_npy_tensor(const std::string& path) { return npy_float_tensor(read_npy(path), path); }
+
+Tensor npy_float_tensor(const NpyArray& a, const std::string& path) {
   int64_t count = Tensor::numel_of(a.shape);
   std::vector<float> v(static_cast<size_t>(count));
   const std::string& t = a.dtype;

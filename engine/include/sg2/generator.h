@@ -158,8 +158,9 @@ struct TfSeedInputs {
 };
 TfSeedInputs tf_seed_inputs(uint32_t seed, const ModelConfig& config);
 
-/// Parses "0-7,42" into seeds; every seed must lie in [0, 2^32-1] (never clamped or wrapped).
-/// Throws Error(invalid_argument) with the offending token.
+/// Parses "0-7,42" into seeds, in order, duplicates kept; every seed must lie in [0, 2^32-1]
+/// (never clamped or wrapped). Blanks around numbers are ignored ("0, 1"); leading zeros are
+/// allowed ("007" is 7). Throws Error(invalid_argument) with the offending token.
 std::vector<uint32_t> parse_seeds(const std::string& text);
 
 }  // namespace sg2

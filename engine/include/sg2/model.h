@@ -59,6 +59,9 @@ struct ModelConfig {
   MappingConfig mapping;
   SynthesisConfig synthesis;
   bool w_avg_estimated = false;  ///< true when the source had no w_avg and sg2 estimated it
+  /// true when the source stored no noise maps (a rosinality state dict without `noises.*`):
+  /// every noise_const is zeros, so noise mode const adds no noise (the same as none)
+  bool noise_const_missing = false;
 
   /// Block resolutions 4, 8, ..., img_resolution.
   std::vector<int> block_resolutions() const;

@@ -79,10 +79,10 @@ class CudaBackend final : public Backend, public DeviceBench {
       raw_count = 0;
     }
     if (cuda_device_count(&why) == 0 && raw_count == 0)
-      fail(ErrorKind::device, "cannot run on the GPU: ", why, ". HINT: use --device cpu");
+      fail(ErrorKind::device, "cannot run on the GPU: ", why);
     if (index < 0 || index >= raw_count)
       fail(ErrorKind::device, "CUDA device cuda:", index, " does not exist (this machine has ", raw_count,
-           raw_count == 1 ? " GPU: cuda:0)" : " GPUs)", ". HINT: use --device cuda:0 or --device cpu");
+           raw_count == 1 ? " GPU: cuda:0)" : " GPUs: cuda:0 to cuda:" + std::to_string(raw_count - 1) + ")");
     if (!device_usable(index, &why)) fail(ErrorKind::device, why);
     DeviceGuard g(index_);
     tuning_ = CudaTuning::from_environment();  // every kernel switch, read once

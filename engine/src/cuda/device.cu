@@ -1,11 +1,18 @@
 // sg2 CUDA backend: which GPUs this build can use (backend.h cuda_device_count) and the checks
-// made before a backend is created on one (no GPU, driver too old, architecture not built).
+// made before a backend is created on one (no driver, no GPU, driver too old, architecture not
+// built; the wording is cuda_messages.h's).
 #include <cuda_runtime.h>
 
 #include <string>
 
 #include "backend.h"
 #include "cuda/device_info.h"
+#include "cuda_messages.h"
+
+static_assert(sg2::cuda_status::initialization_error == cudaErrorInitializationError);
+static_assert(sg2::cuda_status::insufficient_driver == cudaErrorInsufficientDriver);
+static_assert(sg2::cuda_status::no_device == cudaErrorNoDevice);
+static_assert(sg2::cuda_status::system_driver_mismatch == cudaErrorSystemDriverMismatch);
 
 namespace sg2 {
 
@@ -50,7 +57,7 @@ bool device_usable(int device, std::string* why) {
       *why = std::string("GPU ") + std::to_string(device) + " (" + prop.name + ") is sm_" + std::to_string(prop.major) +
              std::to_string(prop.minor) + ", but this sg2 was built for compute capabilities " + kArchList + " (" +
              cudaGetErrorString(e) + "). HINT: rebuild with -DSG2_CUDA_ARCHITECTURES=" + std::to_string(prop.major) +
-             std::to_string(prop.minor) + ", or use --device cpu";
+             std::to_string(prop.minor);
     }
     return false;
   }
@@ -73,16 +80,15 @@ int cuda_device_count(std::string* why) {
   try {
     int n = 0;
     const cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
+    if (e != cudaSuccess || n == 0) {
       cudaGetLastError();
       if (why) {
-        *why = std::string("no usable CUDA device: ") + cudaGetErrorString(e);
-        if (e == cudaErrorInsufficientDriver) *why += " (the NVIDIA driver is older than this build's CUDA runtime)";
+        int driver = 0, runtime = 0;
+        if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;  // 0 also means: no driver installed
+        if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = 0;
+        cudaGetLastError();
+        *why = cuda_unavailable_reason(static_cast<int>(e), cudaGetErrorString(e), driver, runtime);
       }
-      return 0;
-    }
-    if (n == 0) {
-      if (why) *why = "no CUDA device is present";
       return 0;
     }
     // Devices are usable when this build has code for them; report the first problem.

@@ -11,7 +11,8 @@ int cuda_device_count(std::string* why) {
 
 std::unique_ptr<Backend> make_cuda_backend(const Model&, int, Precision, bool) {
   fail(ErrorKind::device,
-       "this sg2 was built without the CUDA backend. HINT: use --device cpu, or rebuild with the CUDA toolkit installed");
+       "this sg2 was built without the CUDA backend. HINT: rebuild with the CUDA "
+       "toolkit installed");
 }
 
 }  // namespace sg2
