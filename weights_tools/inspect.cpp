@@ -11,6 +11,7 @@
 #include "sg2/convert.h"
 #include "weights_tools/pickle.h"
 #include "weights_tools/read_checkpoint.h"
+#include "util/text_util.h"
 
 namespace sg2 {
 
@@ -135,7 +136,7 @@ std::string inspect_to_text(const InspectReport& r) {
   auto row = [&](const char* k, const std::string& v) { os << "  " << std::left << std::setw(18) << k << v << "\n"; };
   os << r.file << "\n";
   row("format", r.format + ", " + std::to_string(r.file_size) + " bytes");
-  row("family", r.family + (r.generator.empty() ? "" : " (" + r.generator + ")"));
+  row("family", detail::printable(r.family, 80) + (r.generator.empty() ? "" : " (" + detail::printable(r.generator, 80) + ")"));
   row("resolution", std::to_string(c.img_resolution) + "x" + std::to_string(c.img_resolution) + ", " +
                         std::to_string(c.img_channels) + " channel" + (c.img_channels == 1 ? "" : "s"));
   row("num_ws", std::to_string(c.num_ws));

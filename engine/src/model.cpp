@@ -6,8 +6,10 @@
 #include <set>
 #include <sstream>
 
+#include "json_util.h"
 #include "sg2/error.h"
 #include "sg2/model.h"
+#include "util/text_util.h"
 
 namespace sg2 {
 
@@ -187,9 +189,12 @@ std::vector<ModelProblem> validate_model(const Model& model) {
 void check_model(const Model& model, const std::string& what) {
   auto problems = validate_model(model);
   if (problems.empty()) return;
+  constexpr size_t kShown = 8;  // one line, however many problems a file has
   std::ostringstream os;
-  os << what << ": " << problems.size() << " problem" << (problems.size() > 1 ? "s" : "") << " with the tensors:";
-  for (const auto& p : problems) os << "\n  " << p.name << ": " << p.detail;
+  os << what << ": " << problems.size() << " problem" << (problems.size() > 1 ? "s" : "") << " with the tensors: ";
+  for (size_t i = 0; i < problems.size() && i < kShown; ++i)
+    os << (i ? "; " : "") << detail::printable(problems[i].name, 80) << ": " << problems[i].detail;
+  if (problems.size() > kShown) os << "; ... (" << problems.size() - kShown << " more)";
   throw Error(ErrorKind::bad_file, os.str());
 }
 
@@ -257,68 +262,77 @@ std::string config_to_json(const ModelConfig& c, int indent) {
 }
 
 namespace {
+const json& field(const json& j, const char* key, const std::string& what, const char* where) {
+  if (!j.is_object() || !j.contains(key)) fail(ErrorKind::bad_file, what, ": model config has no '", where, key, "'");
+  return j.at(key);
+}
+
+/// An integer field; every one is range-checked (no silent wrap-around: 4294967298 is not 2,
+/// 2^64-1 is not -1). validate() applies each field's own range afterwards.
+int int_field(const json& j, const char* key, const std::string& what, const char* where) {
+  const json& v = field(j, key, what, where);
+  const auto i = detail::json_int(v, -(int64_t(1) << 30), int64_t(1) << 30);
+  if (!i) fail(ErrorKind::bad_file, what, ": model config field '", where, key, "' is not an integer in range: ", detail::json_brief(v));
+  return static_cast<int>(*i);
+}
+
 template <typename T>
 T get_field(const json& j, const char* key, const std::string& what, const char* where) {
-  if (!j.is_object() || !j.contains(key)) fail(ErrorKind::bad_file, what, ": model config has no '", where, key, "'");
-  if constexpr (std::is_same_v<T, int>) {  // no silent wrap-around of large numbers
-    const json& v = j.at(key);
-    if (!v.is_number_integer() || v.get<int64_t>() < -(int64_t(1) << 30) || v.get<int64_t>() > (int64_t(1) << 30))
-      fail(ErrorKind::bad_file, what, ": model config field '", where, key, "' is not an integer in range: ", v.dump());
-  }
+  const json& v = field(j, key, what, where);
   try {
-    return j.at(key).get<T>();
+    return v.get<T>();
   } catch (const json::exception&) {
-    fail(ErrorKind::bad_file, what, ": model config field '", where, key, "' has the wrong type");
+    fail(ErrorKind::bad_file, what, ": model config field '", where, key, "' has the wrong type: ", detail::json_brief(v));
   }
 }
 }  // namespace
 
 ModelConfig config_from_json(const std::string& text, const std::string& what) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    fail(ErrorKind::bad_file, what, ": model config is not valid JSON: ", e.what());
-  }
+  const json j = detail::parse_json_bounded(text, what + ": model config");
   if (!j.is_object()) fail(ErrorKind::bad_file, what, ": model config is not a JSON object");
   ModelConfig c;
-  c.z_dim = get_field<int>(j, "z_dim", what, "");
-  c.c_dim = get_field<int>(j, "c_dim", what, "");
-  c.w_dim = get_field<int>(j, "w_dim", what, "");
-  c.num_ws = get_field<int>(j, "num_ws", what, "");
-  c.img_resolution = get_field<int>(j, "img_resolution", what, "");
-  c.img_channels = get_field<int>(j, "img_channels", what, "");
-  const json m = get_field<json>(j, "mapping", what, "");
-  c.mapping.num_layers = get_field<int>(m, "num_layers", what, "mapping.");
+  c.z_dim = int_field(j, "z_dim", what, "");
+  c.c_dim = int_field(j, "c_dim", what, "");
+  c.w_dim = int_field(j, "w_dim", what, "");
+  c.num_ws = int_field(j, "num_ws", what, "");
+  c.img_resolution = int_field(j, "img_resolution", what, "");
+  c.img_channels = int_field(j, "img_channels", what, "");
+  const json& m = field(j, "mapping", what, "");
+  c.mapping.num_layers = int_field(m, "num_layers", what, "mapping.");
   c.mapping.lr_multiplier = get_field<float>(m, "lr_multiplier", what, "mapping.");
-  c.mapping.embed_features = get_field<int>(m, "embed_features", what, "mapping.");
-  c.mapping.layer_features = get_field<int>(m, "layer_features", what, "mapping.");
+  c.mapping.embed_features = int_field(m, "embed_features", what, "mapping.");
+  c.mapping.layer_features = int_field(m, "layer_features", what, "mapping.");
   const std::string activation = get_field<std::string>(m, "activation", what, "mapping.");
   if (!parse_activation(activation, &c.mapping.activation))
-    fail(ErrorKind::bad_file, what, ": model config: unsupported mapping activation '", activation, "'");
-  const json s = get_field<json>(j, "synthesis", what, "");
+    fail(ErrorKind::bad_file, what, ": model config: unsupported mapping activation '", detail::printable(activation, 24), "'");
+  const json& s = field(j, "synthesis", what, "");
   const std::string architecture = get_field<std::string>(s, "architecture", what, "synthesis.");
   if (!parse_architecture(architecture, &c.synthesis.architecture))
-    fail(ErrorKind::bad_file, what, ": model config: unknown architecture '", architecture, "'");
-  const json ch = get_field<json>(s, "channels", what, "synthesis.");
-  if (!ch.is_object()) fail(ErrorKind::bad_file, what, ": synthesis.channels is not an object");
+    fail(ErrorKind::bad_file, what, ": model config: unknown architecture '", detail::printable(architecture, 24), "'");
+  const json& ch = field(s, "channels", what, "synthesis.");
+  if (!ch.is_object()) fail(ErrorKind::bad_file, what, ": synthesis.channels is not an object but ", detail::json_brief(ch));
   for (auto it = ch.begin(); it != ch.end(); ++it) {
+    const std::string& key = it.key();
     int r = 0;
-    try {
-      size_t pos = 0;
-      r = std::stoi(it.key(), &pos);
-      if (pos != it.key().size()) throw std::invalid_argument("trailing");
-    } catch (const std::exception&) {
-      fail(ErrorKind::bad_file, what, ": synthesis.channels key '", it.key(), "' is not a resolution");
-    }
-    if (!it.value().is_number_integer()) fail(ErrorKind::bad_file, what, ": synthesis.channels[", it.key(), "] is not an integer");
-    c.synthesis.channels[r] = it.value().get<int>();
+    const auto res = std::from_chars(key.data(), key.data() + key.size(), r);
+    if (key.empty() || res.ec != std::errc() || res.ptr != key.data() + key.size() || r < 1 || r > (1 << 30))
+      fail(ErrorKind::bad_file, what, ": synthesis.channels key '", detail::printable(key, 24), "' is not a resolution");
+    const auto n = detail::json_int(it.value(), -(int64_t(1) << 30), int64_t(1) << 30);
+    if (!n)
+      fail(ErrorKind::bad_file, what, ": synthesis.channels[", r, "] is not an integer in range: ", detail::json_brief(it.value()));
+    c.synthesis.channels[r] = static_cast<int>(*n);
   }
-  const json clamp = get_field<json>(s, "conv_clamp", what, "synthesis.");
+  const json& clamp = field(s, "conv_clamp", what, "synthesis.");
   if (clamp.is_null()) c.synthesis.conv_clamp.reset();
   else if (clamp.is_number()) c.synthesis.conv_clamp = clamp.get<float>();
-  else fail(ErrorKind::bad_file, what, ": synthesis.conv_clamp must be a number or null");
-  c.synthesis.fp16_resolutions = get_field<std::vector<int>>(s, "fp16_resolutions", what, "synthesis.");
+  else fail(ErrorKind::bad_file, what, ": synthesis.conv_clamp must be a number or null, not ", detail::json_brief(clamp));
+  const json& fp16 = field(s, "fp16_resolutions", what, "synthesis.");
+  if (!fp16.is_array()) fail(ErrorKind::bad_file, what, ": synthesis.fp16_resolutions is not a list but ", detail::json_brief(fp16));
+  for (const json& v : fp16) {
+    const auto r = detail::json_int(v, 1, int64_t(1) << 30);
+    if (!r) fail(ErrorKind::bad_file, what, ": synthesis.fp16_resolutions holds ", detail::json_brief(v), ", not a resolution");
+    c.synthesis.fp16_resolutions.push_back(static_cast<int>(*r));
+  }
   c.synthesis.resample_filter = get_field<std::vector<float>>(s, "resample_filter", what, "synthesis.");
   c.synthesis.use_noise = get_field<bool>(s, "use_noise", what, "synthesis.");
   c.w_avg_estimated = j.contains("w_avg_estimated") ? get_field<bool>(j, "w_avg_estimated", what, "") : false;

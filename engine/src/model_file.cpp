@@ -2,12 +2,16 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "util/file_util.h"
+#include "json_util.h"
+#include "model_file.h"
 #include "sg2/error.h"
 #include "sg2/model.h"
+#include "util/text_util.h"
 
 namespace sg2 {
 
@@ -16,7 +20,6 @@ using json = nlohmann::json;
 namespace {
 
 constexpr int kFormatVersion = 1;
-constexpr uint64_t kMaxHeader = 100ull << 20;
 
 size_t dtype_bytes(const std::string& dt) {
   if (dt == "F32") return 4;
@@ -36,24 +39,19 @@ bool is_model_file(const std::string& path) {
   std::fclose(f);
   if (n < 9) return false;
   uint64_t len = detail::load_le64(head);
-  return len >= 2 && len < kMaxHeader && head[8] == '{';
+  return len >= 2 && len < detail::kMaxModelHeader && head[8] == '{';
 }
 
-Model load_model_file(const std::string& path) {
-  detail::MappedFile m(path);
-  const uint8_t* d = m.data();
-  const size_t size = m.size();
+namespace detail {
+
+Model parse_model_file(const uint8_t* d, const size_t size, const std::string& path) {
   auto bad = [&](auto&&... a) { fail(ErrorKind::bad_file, path, ": ", a...); };
   if (size < 8) bad("not a model file: ", size, " bytes is too short for a safetensors header");
-  const uint64_t hlen = detail::load_le64(d);
-  if (hlen > kMaxHeader || hlen > size - 8)
+  const uint64_t hlen = load_le64(d);
+  if (hlen > kMaxModelHeader || hlen > size - 8)
     bad("not a model file or truncated: header length ", hlen, " exceeds the file size ", size);
-  json header;
-  try {
-    header = json::parse(d + 8, d + 8 + hlen);
-  } catch (const json::exception&) {
-    bad("not a model file: the safetensors header is not valid JSON");
-  }
+  const json header = parse_json_bounded(std::string_view(reinterpret_cast<const char*>(d + 8), static_cast<size_t>(hlen)),
+                                         path + ": not a model file: the safetensors header");
   if (!header.is_object()) bad("the safetensors header is not a JSON object");
   if (!header.contains("__metadata__") || !header["__metadata__"].is_object())
     bad("a safetensors file without sg2 metadata (no __metadata__). HINT: convert a checkpoint with `sg2 convert`");
@@ -63,16 +61,17 @@ Model load_model_file(const std::string& path) {
       if (required) bad("__metadata__ has no '", key, "'. HINT: convert the checkpoint with `sg2 convert`");
       return "";
     }
-    if (!meta[key].is_string()) bad("__metadata__['", key, "'] is not a string");
+    if (!meta[key].is_string()) bad("__metadata__['", key, "'] is not a string but ", json_brief(meta[key]));
     return meta[key].get<std::string>();
   };
-  if (meta_str("format", true) != "sg2") bad("__metadata__.format is '", meta_str("format", true), "', not 'sg2'");
+  if (const std::string format = meta_str("format", true); format != "sg2")
+    bad("__metadata__.format is '", printable(format), "', not 'sg2'");
   const std::string fv = meta_str("format_version", true);
   int version = 0;
-  try {
-    version = std::stoi(fv);
-  } catch (const std::exception&) {
-    bad("__metadata__.format_version '", fv, "' is not a number");
+  {
+    const auto r = std::from_chars(fv.data(), fv.data() + fv.size(), version);
+    if (fv.empty() || r.ec != std::errc() || r.ptr != fv.data() + fv.size())
+      bad("__metadata__.format_version '", printable(fv, 24), "' is not a number");
   }
   if (version > kFormatVersion)
     fail(ErrorKind::unsupported, path, ": model file format_version ", version, " is newer than this sg2 reads (", kFormatVersion, "). HINT: update sg2");
@@ -91,43 +90,50 @@ Model load_model_file(const std::string& path) {
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__") continue;
     const std::string& name = it.key();
+    const std::string shown = "tensor '" + printable(name) + "'";
     const json& e = it.value();
     if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets"))
-      bad("tensor '", name, "': header entry lacks dtype, shape or data_offsets");
-    if (!e["dtype"].is_string()) bad("tensor '", name, "': dtype is not a string");
+      bad(shown, ": header entry lacks dtype, shape or data_offsets");
+    if (!e["dtype"].is_string()) bad(shown, ": dtype is not a string but ", json_brief(e["dtype"]));
     const std::string dt = e["dtype"].get<std::string>();
     const size_t es = dtype_bytes(dt);
-    if (es == 0) bad("tensor '", name, "': dtype ", dt, " is not supported (F32, F16, BF16)");
+    if (es == 0) bad(shown, ": dtype '", printable(dt, 24), "' is not supported (F32, F16, BF16)");
     std::vector<int64_t> shape;
-    if (!e["shape"].is_array()) bad("tensor '", name, "': shape is not a list");
+    if (!e["shape"].is_array()) bad(shown, ": shape is not a list but ", json_brief(e["shape"]));
+    if (e["shape"].size() > 8) bad(shown, ": shape has ", e["shape"].size(), " dimensions (at most 8)");
     for (const json& v : e["shape"]) {
-      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > (int64_t(1) << 32))
-        bad("tensor '", name, "': bad shape entry");
-      shape.push_back(v.get<int64_t>());
+      const auto dim = json_int(v, 0, int64_t(1) << 32);
+      if (!dim) bad(shown, ": shape entry ", json_brief(v), " is not an integer in [0, 2^32]");
+      shape.push_back(*dim);
     }
     const json& off = e["data_offsets"];
     if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
-      bad("tensor '", name, "': data_offsets must be two non-negative integers");
+      bad(shown, ": data_offsets must be two non-negative integers");
     const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
-    int64_t numel = 0;
-    try {
-      numel = Tensor::numel_of(shape);
-    } catch (const Error&) {
-      bad("tensor '", name, "': shape ", shape_to_string(shape), " is too large");
-    }
     if (begin > end || end > data_size)
-      bad("tensor '", name, "': data_offsets [", begin, ", ", end, "] lie outside the ", data_size, " data bytes (truncated file?)");
-    if (end - begin != static_cast<uint64_t>(numel) * es)
-      bad("tensor '", name, "': ", end - begin, " bytes do not hold ", dt, " ", shape_to_string(shape));
+      bad(shown, ": data_offsets [", begin, ", ", end, "] lie outside the ", data_size, " data bytes (truncated file?)");
+    // The element count in checked arithmetic: a shape cannot need more bytes than its range.
+    uint64_t numel = 1;
+    for (int64_t dim : shape) {
+      if (dim != 0 && numel > (end - begin) / es / static_cast<uint64_t>(dim)) {
+        numel = UINT64_MAX;
+        break;
+      }
+      numel *= static_cast<uint64_t>(dim);
+    }
+    if (numel == UINT64_MAX || numel * es != end - begin)
+      bad(shown, ": ", end - begin, " bytes do not hold ", dt, " ", shape_to_string(shape));
     ranges.push_back({begin, end});
     std::vector<float> v(static_cast<size_t>(numel));
     const uint8_t* p = data + begin;
-    if (dt == "F32") {
+    if (v.empty()) {
+      // nothing to copy (and no memcpy from or to a null pointer)
+    } else if (dt == "F32") {
       std::memcpy(v.data(), p, v.size() * 4);
     } else if (dt == "F16") {
-      for (size_t i = 0; i < v.size(); ++i) v[i] = detail::half_to_float(detail::load_le16(p + 2 * i));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = half_to_float(load_le16(p + 2 * i));
     } else {
-      for (size_t i = 0; i < v.size(); ++i) v[i] = detail::bf16_to_float(detail::load_le16(p + 2 * i));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = bf16_to_float(load_le16(p + 2 * i));
     }
     model.tensors.emplace(name, Tensor(std::move(shape), std::move(v)));
   }
@@ -136,6 +142,13 @@ Model load_model_file(const std::string& path) {
     if (ranges[i].first < ranges[i - 1].second) bad("tensor data ranges overlap");
   check_model(model, path);
   return model;
+}
+
+}  // namespace detail
+
+Model load_model_file(const std::string& path) {
+  detail::MappedFile m(path);
+  return detail::parse_model_file(m.data(), m.size(), path);
 }
 
 void save_model_file(const std::string& path, const Model& model) {

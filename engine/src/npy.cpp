@@ -1,11 +1,14 @@
 // sg2: .npy reading and writing (npy.h).
 #include "sg2/npy.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <string>
 
 #include "util/file_util.h"
 #include "sg2/error.h"
+#include "util/text_util.h"
 
 namespace sg2 {
 
@@ -36,13 +39,31 @@ std::string header_value(const std::string& header, const std::string& key, cons
 }
 
 size_t dtype_size(const std::string& dtype, const std::string& path) {
-  if (dtype.size() < 3) fail(ErrorKind::bad_file, path, ": unsupported .npy dtype '", dtype, "'");
+  if (dtype.size() < 3) fail(ErrorKind::bad_file, path, ": unsupported .npy dtype '", detail::printable(dtype, 24), "'");
   char order = dtype[0];
   if (order == '>' && dtype != ">u1" && dtype != ">i1")
-    fail(ErrorKind::unsupported, path, ": big-endian .npy dtype '", dtype, "' is not supported");
-  int n = std::atoi(dtype.c_str() + 2);
-  if (n != 1 && n != 2 && n != 4 && n != 8) fail(ErrorKind::bad_file, path, ": unsupported .npy dtype '", dtype, "'");
-  return static_cast<size_t>(n);
+    fail(ErrorKind::unsupported, path, ": big-endian .npy dtype '", detail::printable(dtype, 24), "' is not supported");
+  const std::string_view width(dtype.data() + 2, dtype.size() - 2);
+  if (width != "1" && width != "2" && width != "4" && width != "8")
+    fail(ErrorKind::bad_file, path, ": unsupported .npy dtype '", detail::printable(dtype, 24), "'");
+  return static_cast<size_t>(width[0] - '0');
+}
+
+/// The dimensions of a shape tuple "(2, 3)", "(5,)", "()": each a non-negative integer below 2^63.
+std::vector<int64_t> parse_shape(const std::string& shape, const std::string& path) {
+  std::vector<int64_t> dims;
+  for (size_t i = 1; i < shape.size();) {
+    while (i < shape.size() && (shape[i] == ' ' || shape[i] == ',')) ++i;
+    if (i >= shape.size() || shape[i] == ')') break;
+    int64_t v = 0;
+    const auto r = std::from_chars(shape.data() + i, shape.data() + shape.size(), v);
+    if (r.ptr == shape.data() + i || r.ec != std::errc() || v < 0 || dims.size() >= 32)
+      fail(ErrorKind::bad_file, path, ": malformed .npy shape ", detail::printable(shape, 40),
+           " (at most 32 dimensions, each an integer in [0, 2^63))");
+    dims.push_back(v);
+    i = static_cast<size_t>(r.ptr - shape.data());
+  }
+  return dims;
 }
 
 }  // namespace
@@ -72,35 +93,36 @@ NpyArray parse_npy(const uint8_t* d, size_t n, const std::string& path) {
   a.dtype = header_value(header, "descr", path);
   std::string fortran = header_value(header, "fortran_order", path);
   std::string shape = header_value(header, "shape", path);
-  for (size_t i = 1; i < shape.size();) {
-    while (i < shape.size() && (shape[i] == ' ' || shape[i] == ',')) ++i;
-    if (i >= shape.size() || shape[i] == ')') break;
-    char* end = nullptr;
-    long long v = std::strtoll(shape.c_str() + i, &end, 10);
-    if (end == shape.c_str() + i || v < 0) fail(ErrorKind::bad_file, path, ": malformed .npy shape ", shape);
-    a.shape.push_back(v);
-    i = static_cast<size_t>(end - shape.c_str());
+  a.shape = parse_shape(shape, path);
+  const size_t es = dtype_size(a.dtype, path);
+  const size_t data_off = offset + header_len;
+  // The element count in checked arithmetic: never more elements than the payload holds.
+  const uint64_t available = (n - data_off) / es;
+  uint64_t count = 1;
+  for (int64_t dim : a.shape) {
+    if (dim != 0 && count > available / static_cast<uint64_t>(dim)) {
+      count = UINT64_MAX;
+      break;
+    }
+    count *= static_cast<uint64_t>(dim);
   }
-  size_t es = dtype_size(a.dtype, path);
-  int64_t count = Tensor::numel_of(a.shape);
-  size_t data_off = offset + header_len;
-  if (count < 0 || static_cast<uint64_t>(count) > (n - data_off) / es)
-    fail(ErrorKind::bad_file, path, ": .npy payload is shorter than its shape ", shape_to_string(a.shape), " needs");
-  size_t bytes = static_cast<size_t>(count) * es;
+  if (count > available)
+    fail(ErrorKind::bad_file, path, ": .npy payload of ", n - data_off, " bytes is shorter than its shape ",
+         shape_to_string(a.shape), " needs");
+  const size_t bytes = static_cast<size_t>(count) * es;
   a.bytes.assign(d + data_off, d + data_off + bytes);
-  if (fortran.find("True") != std::string::npos && a.shape.size() > 1) {
-    // Transpose Fortran order to C order.
+  if (fortran.find("True") != std::string::npos && a.shape.size() > 1 && count > 0) {
+    // Transpose Fortran order to C order. (count > 0, so every stride is at most count.)
     std::vector<uint8_t> c(bytes);
-    size_t nd = a.shape.size();
+    const size_t nd = a.shape.size();
+    std::vector<int64_t> fstride(nd, 1);
+    for (size_t k = 1; k < nd; ++k) fstride[k] = fstride[k - 1] * a.shape[k - 1];
     std::vector<int64_t> idx(nd, 0);
-    for (int64_t lin = 0; lin < count; ++lin) {
+    for (uint64_t lin = 0; lin < count; ++lin) {
       // idx is the C-order index of element `lin`; compute its Fortran offset.
-      int64_t foff = 0, stride = 1;
-      for (size_t k = 0; k < nd; ++k) {
-        foff += idx[k] * stride;
-        stride *= a.shape[k];
-      }
-      std::memcpy(c.data() + lin * es, a.bytes.data() + foff * es, es);
+      int64_t foff = 0;
+      for (size_t k = 0; k < nd; ++k) foff += idx[k] * fstride[k];
+      std::memcpy(c.data() + lin * es, a.bytes.data() + static_cast<size_t>(foff) * es, es);
       for (size_t k = nd; k-- > 0;) {
         if (++idx[k] < a.shape[k]) break;
         idx[k] = 0;
@@ -114,28 +136,28 @@ NpyArray parse_npy(const uint8_t* d, size_t n, const std::string& path) {
 Tensor read_npy_tensor(const std::string& path) { return npy_float_tensor(read_npy(path), path); }
 
 Tensor npy_float_tensor(const NpyArray& a, const std::string& path) {
-  int64_t count = Tensor::numel_of(a.shape);
-  std::vector<float> v(static_cast<size_t>(count));
+  const size_t count = a.bytes.size() / std::max<size_t>(1, dtype_size(a.dtype, path));
+  std::vector<float> v(count);
   const std::string& t = a.dtype;
   if (t == "<f4" || t == "=f4") {
     if (!v.empty()) std::memcpy(v.data(), a.bytes.data(), v.size() * 4);
   } else if (t == "<f8" || t == "=f8") {
-    for (int64_t i = 0; i < count; ++i) {
+    for (size_t i = 0; i < count; ++i) {
       double x;
       std::memcpy(&x, a.bytes.data() + i * 8, 8);
-      v[static_cast<size_t>(i)] = static_cast<float>(x);
+      v[i] = static_cast<float>(x);
     }
   } else if (t == "<f2" || t == "=f2") {
-    for (int64_t i = 0; i < count; ++i) v[static_cast<size_t>(i)] = detail::half_to_float(detail::load_le16(a.bytes.data() + i * 2));
+    for (size_t i = 0; i < count; ++i) v[i] = detail::half_to_float(detail::load_le16(a.bytes.data() + i * 2));
   } else {
-    fail(ErrorKind::bad_file, path, ": expected a float32/float64/float16 array, found dtype '", t, "'");
+    fail(ErrorKind::bad_file, path, ": expected a float32/float64/float16 array, found dtype '", detail::printable(t, 24), "'");
   }
   return Tensor(a.shape, std::move(v));
 }
 
 std::vector<double> read_npy_f64(const std::string& path, std::vector<int64_t>* shape) {
   NpyArray a = read_npy(path);
-  int64_t count = Tensor::numel_of(a.shape);
+  const int64_t count = static_cast<int64_t>(a.bytes.size() / dtype_size(a.dtype, path));
   std::vector<double> v(static_cast<size_t>(count));
   if (a.dtype == "<f8" || a.dtype == "=f8") {
     if (!v.empty()) std::memcpy(v.data(), a.bytes.data(), v.size() * 8);
@@ -146,7 +168,7 @@ std::vector<double> read_npy_f64(const std::string& path, std::vector<int64_t>* 
       v[static_cast<size_t>(i)] = x;
     }
   } else {
-    fail(ErrorKind::bad_file, path, ": expected a float64 array, found dtype '", a.dtype, "'");
+    fail(ErrorKind::bad_file, path, ": expected a float64 array, found dtype '", detail::printable(a.dtype, 24), "'");
   }
   if (shape) *shape = a.shape;
   return v;

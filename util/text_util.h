@@ -1,0 +1,25 @@
+// sg2 internal: text that comes from files, made safe for one-line messages and terminals.
+//
+// Anything read from a file (a tensor name, a metadata value, a number's digits) may hold
+// terminal escape sequences, newlines that forge output lines, or megabytes of text. Every such
+// piece goes through printable() (escaped and cut) before it reaches a message or a terminal;
+// lists are cut by name_list() to their first few items and a count.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sg2::detail {
+
+/// `text` made safe for a one-line message: printable ASCII kept, a backslash and every other
+/// byte (control characters, ESC, newlines, non-ASCII) written as \xNN, cut to `max_len`
+/// characters with "..." appended.
+std::string printable(std::string_view text, size_t max_len = 60);
+
+/// The first `max_items` of `items`, each printable() and quoted, comma separated, then
+/// ", ... (N in all)" when there are more: "'a', 'b', 'c', ... (100000 in all)".
+std::string name_list(const std::vector<std::string>& items, size_t max_items = 5, size_t max_len = 60);
+
+}  // namespace sg2::detail
