@@ -111,7 +111,9 @@ float load_element(const uint8_t* p, DType t, bool big) {
 Tensor to_float_tensor(const ArrayView& v, pickle::Budget& budget, const std::string& what) {
   check_bounds(v, what);
   const int64_t n = checked_numel(v.shape, what);
-  budget.charge(static_cast<uint64_t>(n) * 4 + 64, "decoded tensors");
+  // n <= 2^62, so n * 4 could wrap: charge an impossible amount instead (a stride-0 expand of
+  // one element to [2^31, 2^31] reaches no byte outside its storage but would need 16 EiB).
+  budget.charge(static_cast<uint64_t>(n) > (uint64_t(1) << 60) ? UINT64_MAX : static_cast<uint64_t>(n) * 4 + 64, "decoded tensors");
   std::vector<float> out(static_cast<size_t>(n));
   if (n == 0) return Tensor(v.shape, std::move(out));
   const int sz = dtype_size(v.dtype);

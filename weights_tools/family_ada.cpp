@@ -10,6 +10,7 @@
 // (stylegan3-repo pickles leave conv_clamp and num_fp16_res out of them).
 #include <cmath>
 #include <map>
+#include <unordered_map>
 
 #include "sg2/error.h"
 #include "weights_tools/families.h"
@@ -48,11 +49,21 @@ std::optional<Mod> as_module(const Node* n) {
 struct Flat {
   std::map<std::string, Mod> modules;             // "" = the generator, "synthesis.b4", ...
   std::map<std::string, const Node*> tensors;     // official state-dict names
+  std::unordered_map<const Node*, std::string> seen;  // module state -> its path (each visited once)
 };
 
-void flatten(const Mod& m, const std::string& prefix, int depth, Flat& flat, const std::string& what) {
+/// Walks the module tree once per module. A pickle's memo lets one module appear under many
+/// names (and a tree of such references grows exponentially with depth: ten references per level,
+/// five levels, 10^5 paths); a StyleGAN2 generator never shares a module, so a second visit is an
+/// error, and every name is charged to the file's memory budget.
+void flatten(const Mod& m, const std::string& prefix, int depth, Flat& flat, Checkpoint& ck, const std::string& what) {
   if (depth > 10) fail(ErrorKind::bad_file, what, ": network modules nested more than 10 deep at '", prefix, "'");
   if (flat.modules.size() > 100000) fail(ErrorKind::bad_file, what, ": more than 100000 network modules");
+  const auto [first, fresh] = flat.seen.emplace(m.state, prefix);
+  if (!fresh)
+    fail(ErrorKind::bad_file, what, ": corrupt or hostile file: module '", prefix, "' is the same object as '", first->second,
+         "' (a StyleGAN2 generator shares no modules)");
+  ck.budget.charge(prefix.size() + 160, "network modules");
   flat.modules[prefix] = m;
   const std::string dot = prefix.empty() ? "" : prefix + ".";
   std::vector<std::pair<const Node*, const Node*>> items;
@@ -61,7 +72,9 @@ void flatten(const Mod& m, const std::string& prefix, int depth, Flat& flat, con
     for (const auto& [k, v] : items) {
       auto name = pickle::as_str(k);
       if (!name || pickle::is_none(v)) continue;
-      flat.tensors[dot + pickle::printable(*name, 80)] = v;
+      std::string full = dot + pickle::printable(*name, 80);
+      ck.budget.charge(full.size() + 96, "tensor names");
+      flat.tensors[std::move(full)] = v;
     }
   }
   if (!pickle::dict_items(pickle::dict_get(m.state, "_modules"), &items)) return;
@@ -71,7 +84,7 @@ void flatten(const Mod& m, const std::string& prefix, int depth, Flat& flat, con
     if (!name || pickle::is_none(v)) continue;
     auto child = as_module(v);
     if (!child) fail(ErrorKind::bad_file, what, ": module '", dot, pickle::printable(*name), "' is a ", pickle::describe(v));
-    flatten(*child, dot + pickle::printable(*name, 80), depth + 1, flat, what);
+    flatten(*child, dot + pickle::printable(*name, 80), depth + 1, flat, ck, what);
   }
 }
 
@@ -139,8 +152,8 @@ void AdaConverter::derive_mapping(ModelConfig& cfg, Conversion& out) {
     auto es = shape("mapping.embed.weight");
     if (es.size() != 2) fail(ErrorKind::bad_file, what_, ": mapping.embed.weight is not 2-d");
     E = es[0];
-    cfg.c_dim = static_cast<int>(es[1]);
-    cfg.mapping.embed_features = static_cast<int>(E);
+    cfg.c_dim = dim_int(es[1], what_, "mapping.embed.weight");
+    cfg.mapping.embed_features = dim_int(E, what_, "mapping.embed.weight");
     if (auto bg = get_num("mapping.embed", "bias_gain"); bg && std::fabs(*bg - 1.0) > 1e-6)
       fail(ErrorKind::unsupported, what_, ": unsupported: label embedding with lr_multiplier ", *bg);
   }
@@ -148,9 +161,9 @@ void AdaConverter::derive_mapping(ModelConfig& cfg, Conversion& out) {
   auto s0 = shape("mapping.fc0.weight");
   auto sl = shape("mapping.fc" + std::to_string(L - 1) + ".weight");
   if (s0.size() != 2 || sl.size() != 2) fail(ErrorKind::bad_file, what_, ": mapping fc weights are not 2-d");
-  cfg.z_dim = static_cast<int>(s0[1] - E);
-  cfg.w_dim = static_cast<int>(sl[0]);
-  cfg.mapping.layer_features = L > 1 ? static_cast<int>(s0[0]) : cfg.w_dim;
+  cfg.z_dim = dim_int(s0[1] - E, what_, "mapping.fc0.weight");
+  cfg.w_dim = dim_int(sl[0], what_, "the last mapping layer's weight");
+  cfg.mapping.layer_features = L > 1 ? dim_int(s0[0], what_, "mapping.fc0.weight") : cfg.w_dim;
   expect_attr("", "z_dim", cfg.z_dim);
   expect_attr("", "w_dim", cfg.w_dim);
   // Learning-rate multiplier from FullyConnectedLayer: bias_gain = lr, weight_gain = lr / sqrt(in).
@@ -202,7 +215,7 @@ void AdaConverter::derive_synthesis(ModelConfig& cfg, Conversion& out) {
   bool all_torgb = true, any_skip = false, fp16_attr = false;
   for (int r : blocks) {
     const std::string b = "synthesis.b" + std::to_string(r);
-    cfg.synthesis.channels[r] = static_cast<int>(dim(b + ".conv1.weight", 4, 0));
+    cfg.synthesis.channels[r] = dim_int(dim(b + ".conv1.weight", 4, 0), what_, "a conv1.weight");
     if (!has_module(b + ".torgb")) all_torgb = false;
     if (has_module(b + ".skip")) any_skip = true;
     auto fp16 = pickle::as_bool(get(b, "use_fp16"));
@@ -213,7 +226,7 @@ void AdaConverter::derive_synthesis(ModelConfig& cfg, Conversion& out) {
     fail(ErrorKind::unsupported, what_, ": unsupported: the 4x4 const has ", cs[0], " channels but b4.conv1 outputs ", cfg.synthesis.channels[4]);
   const std::string last = "synthesis.b" + std::to_string(cfg.img_resolution);
   if (!has_module(last + ".torgb")) fail(ErrorKind::unsupported, what_, ": unsupported: the last block has no torgb layer");
-  cfg.img_channels = static_cast<int>(dim(last + ".torgb.weight", 4, 0));
+  cfg.img_channels = dim_int(dim(last + ".torgb.weight", 4, 0), what_, "the last torgb.weight");
   expect_attr("", "img_channels", cfg.img_channels);
   const Architecture inferred = all_torgb && blocks.size() > 1 ? Architecture::skip
                                 : any_skip                      ? Architecture::resnet
@@ -305,7 +318,7 @@ void AdaConverter::derive_synthesis(ModelConfig& cfg, Conversion& out) {
 Conversion AdaConverter::run(const Node* g) {
   auto G = as_module(g);
   if (!G) fail(ErrorKind::bad_file, what_, ": the generator is a ", pickle::describe(g), ", not a network module");
-  flatten(*G, "", 0, flat_, what_);
+  flatten(*G, "", 0, flat_, ck_, what_);
   if (!has_module("mapping") || !has_module("synthesis"))
     fail(ErrorKind::unsupported, what_, ": unsupported: a '", pickle::printable(G->cls), "' without mapping and synthesis networks");
   // stylegan3-repo StyleGAN2 (training/networks_stylegan2.py) vs stylegan2-ada-pytorch.

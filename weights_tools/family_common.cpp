@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "sg2/error.h"
+#include "util/text_util.h"
 
 namespace sg2::weights {
 
@@ -92,6 +93,12 @@ int whole_number(double v, const std::string& what, const char* name) {
   return static_cast<int>(v);
 }
 
+int dim_int(int64_t v, const std::string& what, const char* tensor) {
+  if (v < 0 || v > (int64_t(1) << 30))
+    fail(ErrorKind::bad_file, what, ": ", tensor, " gives a size of ", v, ", outside [0, 2^30] (corrupt shape?)");
+  return static_cast<int>(v);
+}
+
 void check_config(const ModelConfig& config, const std::string& what) {
   try {
     config.validate();
@@ -109,7 +116,7 @@ void check_converted(const Model& model, const std::string& what) {
   for (size_t i = 0; i < problems.size() && i < 3; ++i) {
     std::string d = problems[i].detail;
     std::replace(d.begin(), d.end(), '\n', ' ');
-    os << (i ? "; " : "") << problems[i].name << ": " << d;
+    os << (i ? "; " : "") << detail::printable(problems[i].name, 80) << ": " << d;
   }
   if (problems.size() > 3) os << "; ...";
   throw Error(ErrorKind::bad_file, os.str());

@@ -52,6 +52,10 @@ int log2_exact(int64_t v);
 /// and `name` (no float-to-int overflow on hostile values).
 int whole_number(double v, const std::string& what, const char* name);
 
+/// A tensor dimension (or a difference of two) as a config int: `v` when it lies in [0, 2^30],
+/// else Error(bad_file) naming `what` and `tensor` (no silent truncation of 2^32 + 3 to 3).
+int dim_int(int64_t v, const std::string& what, const char* tensor);
+
 /// Validates a derived configuration before any tensor is allocated for it; Error(bad_file)
 /// naming `what` (e.g. a 2^31-wide layer claimed by a corrupt shape).
 void check_config(const ModelConfig& config, const std::string& what);

@@ -85,9 +85,9 @@ Conversion RosinalityConverter::run(const Node* top, const Node* g_ema) {
   auto s1 = shape("style.1.weight");
   if (s1.size() != 2 || s1[0] != s1[1]) fail(ErrorKind::unsupported, what_, ": unsupported: style.1.weight of shape ", shape_to_string(s1));
   const int64_t D = s1[0];
-  cfg.z_dim = cfg.w_dim = static_cast<int>(D);
+  cfg.z_dim = cfg.w_dim = dim_int(D, what_, "style.1.weight");
   cfg.mapping.num_layers = M;
-  cfg.mapping.layer_features = static_cast<int>(D);
+  cfg.mapping.layer_features = cfg.w_dim;
   cfg.mapping.lr_multiplier = 0.01f;
   out.notes.push_back("mapping lr_multiplier 0.01 (rosinality's lr_mlp default; not stored in checkpoints)");
   int n_convs = 0;
@@ -116,16 +116,16 @@ Conversion RosinalityConverter::run(const Node* top, const Node* g_ema) {
   cfg.synthesis.architecture = Architecture::skip;
   auto c1 = shape("conv1.conv.weight");
   if (c1.size() != 5 || c1[0] != 1) fail(ErrorKind::bad_file, what_, ": conv1.conv.weight has shape ", shape_to_string(c1));
-  cfg.synthesis.channels[4] = static_cast<int>(c1[1]);
+  cfg.synthesis.channels[4] = dim_int(c1[1], what_, "conv1.conv.weight");
   for (int k = 0; k < n_convs / 2; ++k) {
     auto w = shape("convs." + std::to_string(2 * k) + ".conv.weight");
     if (w.size() != 5) fail(ErrorKind::bad_file, what_, ": convs.", 2 * k, ".conv.weight is not 5-d");
-    cfg.synthesis.channels[1 << (k + 3)] = static_cast<int>(w[1]);
+    cfg.synthesis.channels[1 << (k + 3)] = dim_int(w[1], what_, "a convs weight");
   }
   auto rgb = shape("to_rgb1.conv.weight");
   if (rgb.size() != 5) fail(ErrorKind::bad_file, what_, ": to_rgb1.conv.weight is not 5-d");
   if (rgb[1] == 12) fail(ErrorKind::unsupported, what_, ": unsupported: a SWAGAN (wavelet) generator (12-channel to_rgb)");
-  cfg.img_channels = static_cast<int>(rgb[1]);
+  cfg.img_channels = dim_int(rgb[1], what_, "to_rgb1.conv.weight");
   // Resample filter from the blur / upsample kernels (outer(k, k) / sum * up^2).
   std::optional<Tensor> filter;
   for (const auto& [name, node] : sd_) {

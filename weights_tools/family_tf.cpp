@@ -77,6 +77,7 @@ class TfConverter {
   Checkpoint& ck_;
   std::string what_;
   std::vector<const Node*> nets_;             // Gs first, then its components
+  std::map<const Node*, std::string> seen_;   // network -> its prefix (each visited once)
   std::map<std::string, const Node*> vars_;   // "mapping/Dense0/weight", "dlatent_avg", ...
   std::map<std::string, bool> top_level_;     // variables of a network's own scope (no '/' in the local name)
   std::map<std::string, bool> used_;
@@ -87,6 +88,13 @@ void TfConverter::collect(const std::string& prefix, const Node* net, int depth)
   if (depth > 4) fail(ErrorKind::bad_file, what_, ": TensorFlow networks nested too deeply");
   if (!pickle::is_call(net, "dnnlib.tflib.network.Network"))
     fail(ErrorKind::bad_file, what_, ": component '", prefix, "' is a ", pickle::describe(net), ", not a TensorFlow network");
+  // Each network once: the memo lets `components` name one child many times, and a tree of such
+  // references grows exponentially with depth (200 per level, 4 levels: 1.6e9 visits). A StyleGAN2
+  // generator shares no component.
+  const auto [first, fresh] = seen_.emplace(net, prefix);
+  if (!fresh)
+    fail(ErrorKind::bad_file, what_, ": corrupt or hostile file: component '", prefix, "' is the same network as '", first->second,
+         "' (a StyleGAN2 generator shares no components)");
   nets_.push_back(net);
   const auto* vars = pickle::as_seq(pickle::attr(net, "variables"));
   if (vars == nullptr) fail(ErrorKind::bad_file, what_, ": network '", prefix, "' has no variable list");
@@ -95,6 +103,7 @@ void TfConverter::collect(const std::string& prefix, const Node* net, int depth)
     auto name = kv && kv->size() == 2 ? pickle::as_str((*kv)[0]) : std::nullopt;
     if (!name) fail(ErrorKind::bad_file, what_, ": a variable entry is a ", pickle::describe(pair));
     const std::string full = prefix + pickle::printable(*name, 100);
+    ck_.budget.charge(full.size() + 96, "variable names");
     vars_[full] = (*kv)[1];
     top_level_[full] = name->find('/') == std::string_view::npos;
   }
@@ -172,16 +181,16 @@ Conversion TfConverter::run(const Node* gs) {
   if (has("mapping/LabelEmbed/weight")) {
     auto s = shape("mapping/LabelEmbed/weight");
     if (s.size() != 2) fail(ErrorKind::bad_file, what_, ": LabelEmbed/weight is not 2-d");
-    cfg.c_dim = static_cast<int>(s[0]);
+    cfg.c_dim = dim_int(s[0], what_, "mapping/LabelEmbed/weight");
     E = s[1];
-    cfg.mapping.embed_features = static_cast<int>(E);
+    cfg.mapping.embed_features = dim_int(E, what_, "mapping/LabelEmbed/weight");
   }
   auto d0 = shape("mapping/Dense0/weight"), dl = shape("mapping/Dense" + std::to_string(L - 1) + "/weight");
   if (d0.size() != 2 || dl.size() != 2) fail(ErrorKind::bad_file, what_, ": mapping Dense weights are not 2-d");
-  cfg.z_dim = static_cast<int>(d0[0] - E);
-  cfg.w_dim = static_cast<int>(dl[1]);
+  cfg.z_dim = dim_int(d0[0] - E, what_, "mapping/Dense0/weight");
+  cfg.w_dim = dim_int(dl[1], what_, "the last mapping Dense weight");
   cfg.mapping.num_layers = L;
-  cfg.mapping.layer_features = L > 1 ? static_cast<int>(d0[1]) : cfg.w_dim;
+  cfg.mapping.layer_features = L > 1 ? dim_int(d0[1], what_, "mapping/Dense0/weight") : cfg.w_dim;
   cfg.mapping.lr_multiplier = static_cast<float>(kw_num("mapping_lrmul").value_or(0.01));
   if (!kwarg("mapping_lrmul")) out.notes.push_back("mapping_lrmul not in static_kwargs: TensorFlow default 0.01");
   {
@@ -204,14 +213,14 @@ Conversion TfConverter::run(const Node* gs) {
   for (int r = 4; r <= R; r *= 2) {
     auto w = shape(block(r) + (r == 4 ? "Conv/weight" : "Conv1/weight"));
     if (w.size() != 4) fail(ErrorKind::bad_file, what_, ": ", block(r), " conv weight is not 4-d");
-    cfg.synthesis.channels[r] = static_cast<int>(w[3]);
+    cfg.synthesis.channels[r] = dim_int(w[3], what_, "a synthesis conv weight");
     if (!has(block(r) + "ToRGB/weight")) all_torgb = false;
     if (has(block(r) + "Skip/weight")) any_skip = true;
   }
   if (!has(block(R) + "ToRGB/weight")) fail(ErrorKind::unsupported, what_, ": unsupported: no ToRGB in the last block");
   auto rgb = shape(block(R) + "ToRGB/weight");
   if (rgb.size() != 4) fail(ErrorKind::bad_file, what_, ": ", block(R), "ToRGB/weight is not 4-d");
-  cfg.img_channels = static_cast<int>(rgb[3]);
+  cfg.img_channels = dim_int(rgb[3], what_, "ToRGB/weight");
   const Architecture inferred = all_torgb ? Architecture::skip : any_skip ? Architecture::resnet : Architecture::orig;
   // The kwarg when given (TF's default is 'skip'), else what the variables form.
   const std::string arch = kw_str("architecture", to_string(inferred));

@@ -179,19 +179,21 @@ std::optional<ArrayView> numpy_array(const Node* n, pickle::Document& doc, const
   }
   v.dtype = dt->type;
   v.big_endian = dt->big_endian;
+  // The element count first, in checked arithmetic against the bytes present; the strides after
+  // it (so their products cannot overflow either).
+  const int64_t numel = checked_numel(v.shape, what);
+  const uint64_t es = static_cast<uint64_t>(dtype_size(v.dtype));
+  if (static_cast<uint64_t>(numel) > raw->size() / es || static_cast<uint64_t>(numel) * es != raw->size())
+    fail(ErrorKind::bad_file, what, ": numpy array ", shape_to_string(v.shape), " of ", dtype_name(v.dtype), " holds ", raw->size(),
+         " bytes, not ", numel, " elements of ", es, " bytes");
   v.strides = contiguous_strides(v.shape);
   if (fortran) {  // column-major: stride 1 on the first dimension
     int64_t acc = 1;
     for (size_t k = 0; k < v.shape.size(); ++k) {
       v.strides[k] = acc;
-      acc *= std::max<int64_t>(v.shape[k], 1);
+      if (numel > 0) acc *= v.shape[k];  // a partial product of numel (<= the byte count)
     }
   }
-  const int64_t numel = checked_numel(v.shape, what);
-  const uint64_t need = static_cast<uint64_t>(numel) * static_cast<uint64_t>(dtype_size(v.dtype));
-  if (raw->size() != need)
-    fail(ErrorKind::bad_file, what, ": numpy array ", shape_to_string(v.shape), " of ", dtype_name(v.dtype), " needs ", need,
-         " bytes but holds ", raw->size());
   v.data = reinterpret_cast<const uint8_t*>(raw->data());
   v.storage_elements = static_cast<uint64_t>(numel);
   return v;

@@ -2,11 +2,13 @@
 // Lib/pickle.py `_Unpickler` and Lib/pickletools.py, minus every call into Python.
 #include "weights_tools/pickle.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <unordered_map>
 
 #include "sg2/error.h"
+#include "util/text_util.h"
 
 namespace sg2::pickle {
 
@@ -30,24 +32,48 @@ std::string_view Document::keep(std::string text) {
   return strings_.emplace_back(std::move(text));
 }
 
-std::string printable(std::string_view text, size_t max_len) {
-  std::string out;
-  static const char* hex = "0123456789abcdef";
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (out.size() >= max_len) {
-      out += "...";
-      break;
+std::string printable(std::string_view text, size_t max_len) { return detail::printable(text, max_len); }
+
+std::string big_integer_bytes(const Node* n) {
+  if (n == nullptr || n->kind != Kind::big_integer) return "";
+  if (n->i != 1) return std::string(n->s);
+  std::string_view digits = n->s;
+  const bool negative = !digits.empty() && digits[0] == '-';
+  if (negative) digits.remove_prefix(1);
+  // Magnitude in base 2^32, nine decimal digits per step.
+  std::vector<uint32_t> limbs{0};
+  for (size_t i = 0; i < digits.size();) {
+    const size_t take = std::min<size_t>(9, digits.size() - i);
+    uint32_t chunk = 0, scale = 1;
+    for (size_t k = 0; k < take; ++k, ++i) {
+      chunk = chunk * 10 + static_cast<uint32_t>(digits[i] - '0');
+      scale *= 10;
     }
-    unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
+    uint64_t carry = chunk;
+    for (uint32_t& l : limbs) {
+      const uint64_t v = uint64_t(l) * scale + carry;
+      l = static_cast<uint32_t>(v);
+      carry = v >> 32;
+    }
+    if (carry) limbs.push_back(static_cast<uint32_t>(carry));
+  }
+  std::string mag;  // little-endian magnitude
+  for (uint32_t l : limbs)
+    for (int k = 0; k < 4; ++k) mag.push_back(static_cast<char>(l >> (8 * k)));
+  mag.push_back(0);  // room for the sign bit
+  if (negative) {    // two's complement
+    unsigned carry = 1;
+    for (char& c : mag) {
+      const unsigned v = static_cast<uint8_t>(~static_cast<uint8_t>(c)) + carry;
+      c = static_cast<char>(v & 0xff);
+      carry = v >> 8;
     }
   }
-  return out;
+  auto byte = [&](size_t k) { return static_cast<uint8_t>(mag[k]); };
+  while (mag.size() > 1 && ((byte(mag.size() - 1) == 0 && !(byte(mag.size() - 2) & 0x80)) ||
+                            (byte(mag.size() - 1) == 0xff && (byte(mag.size() - 2) & 0x80))))
+    mag.pop_back();
+  return mag;
 }
 
 const char* opcode_name(uint8_t op) {
@@ -360,38 +386,18 @@ class Machine {
     if (!digits.empty() && r.ec == std::errc() && r.ptr == digits.data() + digits.size()) return make_int(v);
     return text_big_int(digits);
   }
-  /// A decimal integer beyond 64 bits as little-endian two's complement bytes (like LONG1).
+  /// A decimal integer beyond 64 bits, kept as its digits (i = 1; see Kind::big_integer): checked
+  /// in linear time and never converted while reading (big_integer_bytes() converts on demand).
   /// At most 4300 digits, Python's own limit for int(str).
   Node* text_big_int(std::string_view digits) {
-    bool negative = false;
-    if (!digits.empty() && digits[0] == '-') {
-      negative = true;
-      digits.remove_prefix(1);
-    }
-    if (digits.empty() || digits.size() > 4300 || digits.find_first_not_of("0123456789") != std::string_view::npos)
+    std::string_view magnitude = digits;
+    if (!magnitude.empty() && magnitude[0] == '-') magnitude.remove_prefix(1);
+    if (magnitude.empty() || magnitude.size() > 4300 || magnitude.find_first_not_of("0123456789") != std::string_view::npos)
       broken("not an integer: '" + printable(digits) + "'");
-    std::vector<uint8_t> mag{0};  // little-endian magnitude
-    for (char ch : digits) {
-      unsigned carry = static_cast<unsigned>(ch - '0');
-      for (uint8_t& b : mag) {
-        unsigned v = b * 10u + carry;
-        b = static_cast<uint8_t>(v & 0xff);
-        carry = v >> 8;
-      }
-      if (carry) mag.push_back(static_cast<uint8_t>(carry));
-    }
-    mag.push_back(0);  // room for the sign bit
-    if (negative) {    // two's complement
-      unsigned carry = 1;
-      for (uint8_t& b : mag) {
-        unsigned v = static_cast<uint8_t>(~b) + carry;
-        b = static_cast<uint8_t>(v & 0xff);
-        carry = v >> 8;
-      }
-    }
-    while (mag.size() > 1 && ((mag.back() == 0 && !(mag[mag.size() - 2] & 0x80)) || (mag.back() == 0xff && (mag[mag.size() - 2] & 0x80))))
-      mag.pop_back();
-    return make_long(doc_.keep(std::string(mag.begin(), mag.end())));
+    Node* t = node(Kind::big_integer);
+    t->s = digits;
+    t->i = 1;
+    return t;
   }
   uint64_t text_index(std::string_view s) {
     uint64_t v = 0;

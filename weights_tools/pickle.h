@@ -39,7 +39,9 @@ enum class Kind : uint8_t {
   none,
   boolean,      ///< i = 0 / 1
   integer,      ///< i (fits int64)
-  big_integer,  ///< s = raw little-endian two's complement bytes (LONG1/LONG4 longer than 8 bytes)
+  big_integer,  ///< i = 0: s = raw little-endian two's complement bytes (LONG1/LONG4 longer than 8
+                ///< bytes); i = 1: s = the decimal digits, maybe after '-' (text INT/LONG beyond
+                ///< 64 bits, kept unconverted: see big_integer_bytes())
   floating,     ///< f
   string,       ///< s = UTF-8 text (str)
   bytes,        ///< s = raw bytes (bytes; BINSTRING of protocol 0-2 are decoded as latin-1 strings)
@@ -134,6 +136,10 @@ class Document {
 /// Throws Error(unsupported) for EXT1/2/4 and NEXT_BUFFER.
 Node* parse(Document& doc, const uint8_t* data, size_t size, size_t base_offset, const std::string& what,
             size_t* end = nullptr, const Limits& limits = {});
+
+/// The value of a big_integer node as little-endian two's complement bytes (as LONG1 stores
+/// it), converting decimal digits on demand; "" for other nodes.
+std::string big_integer_bytes(const Node* n);
 
 /// The pickletools name of an opcode byte ("BINUNICODE"), or nullptr when it is not an opcode.
 const char* opcode_name(uint8_t op);

@@ -138,7 +138,8 @@ std::string describe(const Node* n) {
     case Kind::none: return "None";
     case Kind::boolean: return n->i ? "True" : "False";
     case Kind::integer: return "int " + std::to_string(n->i);
-    case Kind::big_integer: return "a " + std::to_string(n->s.size() * 8) + "-bit int";
+    case Kind::big_integer:
+      return n->i == 1 ? "a " + std::to_string(n->s.size()) + "-digit int" : "a " + std::to_string(n->s.size() * 8) + "-bit int";
     case Kind::floating: return "float " + std::to_string(n->f);
     case Kind::string: return "str '" + printable(n->s, 40) + "'";
     case Kind::bytes: return "bytes (" + std::to_string(n->s.size()) + ")";

@@ -140,7 +140,7 @@ const Node* parse_legacy_stream(pickle::Document& doc, const uint8_t* data, size
     return v;
   };
   const Node* magic = next();
-  if (magic->kind != Kind::big_integer || magic->s.size() != 10 || std::memcmp(magic->s.data(), kMagic, 10) != 0)
+  if (magic->kind != Kind::big_integer || magic->i != 0 || magic->s.size() != 10 || std::memcmp(magic->s.data(), kMagic, 10) != 0)
     fail(ErrorKind::bad_file, what, ": not a torch.save stream: its first pickle at byte ", base, " is ", pickle::describe(magic),
          ", not torch's magic number");
   const Node* version = next();

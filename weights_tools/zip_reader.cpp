@@ -3,6 +3,7 @@
 // local file header 4.3.7, ZIP64 extra field 4.5.3).
 #include "weights_tools/zip_reader.h"
 
+#include <algorithm>
 #include <array>
 
 #include "util/file_util.h"
@@ -141,12 +142,28 @@ ZipArchive::ZipArchive(const uint8_t* data, size_t size, std::string what) : dat
     entries_.push_back(std::move(z));
     p += rec;
   }
+  // 4. No two entries share bytes (a zip bomb's trick: many entries over one region would make
+  //    every CRC check read it again). Sorted by local header, each must end before the next.
+  std::vector<size_t> order(entries_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return entries_[a].header_offset < entries_[b].header_offset; });
+  for (size_t k = 1; k < order.size(); ++k) {
+    const ZipEntry& prev = entries_[order[k - 1]];
+    const ZipEntry& next = entries_[order[k]];
+    if (next.header_offset < prev.data_offset + prev.size)
+      bad("entries '", pickle::printable(prev.name, 80), "' and '", pickle::printable(next.name, 80), "' overlap at byte ",
+          next.header_offset);
+  }
+  // 5. The name index (the names live in entries_, which no longer changes).
+  index_.reserve(entries_.size());
+  for (size_t i = 0; i < entries_.size(); ++i) index_.emplace(std::string_view(entries_[i].name), i);
+  crc_checked_.assign(entries_.size(), false);
 }
 
 const ZipEntry* ZipArchive::find(std::string_view name) const {
-  for (const ZipEntry& e : entries_)
-    if (e.name == name) return &e;
-  return nullptr;
+  ++stats_.names_compared;
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &entries_[it->second];
 }
 
 std::string_view ZipArchive::data(const ZipEntry& e) const {
@@ -155,9 +172,15 @@ std::string_view ZipArchive::data(const ZipEntry& e) const {
     fail(ErrorKind::unsupported, what_, ": unsupported: zip entry '", pickle::printable(e.name, 80), "' is compressed (method ", e.method,
          "); torch.save writes stored entries. HINT: re-save it with torch.save");
   const uint8_t* p = data_ + e.data_offset;
+  const size_t i = static_cast<size_t>(&e - entries_.data());
+  if (&e < entries_.data() || i >= entries_.size())
+    fail(ErrorKind::internal, what_, ": zip entry '", pickle::printable(e.name, 80), "' is not from this archive");
+  if (crc_checked_[i]) return {reinterpret_cast<const char*>(p), static_cast<size_t>(e.size)};
+  stats_.crc_bytes += e.size;
   if (crc32(p, static_cast<size_t>(e.size)) != e.crc32)
     fail(ErrorKind::bad_file, what_, ": corrupt zip archive: the data of entry '", pickle::printable(e.name, 80), "' at byte ", e.data_offset,
          " fails its CRC-32 check");
+  crc_checked_[i] = true;
   return {reinterpret_cast<const char*>(p), static_cast<size_t>(e.size)};
 }
 

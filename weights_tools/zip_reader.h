@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace sg2::weights {
@@ -26,6 +27,12 @@ struct ZipEntry {
   uint16_t flags = 0;
 };
 
+/// Work done by a ZipArchive, for tests that check it is linear in the file (not timed).
+struct ZipStats {
+  uint64_t names_compared = 0;  ///< directory names looked at by find()
+  uint64_t crc_bytes = 0;       ///< bytes run through CRC-32 by data()
+};
+
 /// True when the buffer starts like a zip archive ("PK\3\4", or "PK\5\6" for an empty one).
 bool looks_like_zip(const uint8_t* data, size_t size);
 
@@ -34,24 +41,31 @@ uint32_t crc32(const uint8_t* data, size_t size, uint32_t crc = 0);
 
 class ZipArchive {
  public:
-  /// Reads the central directory of the zip in `data[0, size)`; `what` names the file in errors.
-  /// Throws Error(bad_file) naming the byte offset where the structure breaks (no end record,
-  /// a record signature mismatch, an entry past the end of the file, ...).
+  /// Reads the central directory of the zip in `data[0, size)` once and indexes it by name (the
+  /// first of repeated names wins); `what` names the file in errors. Throws Error(bad_file)
+  /// naming the byte offset where the structure breaks (no end record, a record signature
+  /// mismatch, an entry past the end of the file, two entries whose bytes overlap, ...). Entries
+  /// never overlap in a real archive, so every byte is CRC-checked at most once in all.
   ZipArchive(const uint8_t* data, size_t size, std::string what);
 
   const std::vector<ZipEntry>& entries() const { return entries_; }
-  /// The entry called `name`, or nullptr.
+  /// The entry called `name`, or nullptr (one hash lookup).
   const ZipEntry* find(std::string_view name) const;
-  /// The entry's bytes (a view into the buffer). Throws Error(unsupported) for a compressed or
-  /// encrypted entry and Error(bad_file) when its CRC-32 does not match (corrupt data).
+  /// The entry's bytes (a view into the buffer; `e` must be one of entries()). Throws
+  /// Error(unsupported) for a compressed or encrypted entry and Error(bad_file) when its CRC-32
+  /// does not match (corrupt data). The CRC is computed on the first call only.
   std::string_view data(const ZipEntry& e) const;
   const std::string& what() const { return what_; }
+  const ZipStats& stats() const { return stats_; }
 
  private:
   const uint8_t* data_;
   size_t size_;
   std::string what_;
   std::vector<ZipEntry> entries_;
+  std::unordered_map<std::string_view, size_t> index_;  // name (a view of entries_[i].name) -> i
+  mutable std::vector<bool> crc_checked_;
+  mutable ZipStats stats_;
 };
 
 }  // namespace sg2::weights
