@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds sg2's libFuzzer targets (tests/fuzz) with clang into build-fuzz/ (CPU only; tests and
 # apps off) and runs each for a bounded time, seeded from the test checkpoints and fixtures:
-#   fuzz_pickle 25 s, fuzz_zip 15 s, fuzz_checkpoint 20 s  (one minute in all by default).
+#   fuzz_pickle 20 s, fuzz_zip 12 s, fuzz_checkpoint 16 s, fuzz_model_file 8 s, fuzz_npy 4 s
+#   (one minute in all by default).
 # Exits non-zero when any fuzzer finds a crash, a sanitizer report, a leak or a hang; the input
 # that triggered it is saved under build-fuzz/artifacts/. The grown corpus stays in
 # build-fuzz/corpus/ for the next run.
@@ -20,7 +21,8 @@ args=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DSG2_CUDA=OFF
 if command -v ninja >/dev/null; then args+=(-G Ninja); fi
 echo "sg2 fuzz: building the fuzzers in $dir"
 cmake -S . -B "$dir" "${args[@]}" >/dev/null
-cmake --build "$dir" -j "${SG2_JOBS:-$(nproc)}" --target fuzz_pickle fuzz_zip fuzz_checkpoint >/dev/null
+targets=(fuzz_pickle fuzz_zip fuzz_checkpoint fuzz_model_file fuzz_npy)
+cmake --build "$dir" -j "${SG2_JOBS:-$(nproc)}" --target "${targets[@]}" make_model_seed >/dev/null
 
 data=tests/data
 seeds() {  # seeds <target> <files...>: a fresh read-only seed directory
@@ -35,6 +37,10 @@ seeds fuzz_pickle "$data"/checkpoints/pickles/*.pkl "$data"/checkpoints/unsuppor
 seeds fuzz_zip "$data"/checkpoints/*.pt "$data"/fixtures/rosinality64/checkpoint.pt
 seeds fuzz_checkpoint "$data"/checkpoints/*.pkl "$data"/checkpoints/*.pt \
   "$data"/official_extra/sg3_skip16_filter/network-snapshot.pkl
+seeds fuzz_model_file
+"$dir/tests/fuzz/make_model_seed" "$dir/seeds/fuzz_model_file"
+seeds fuzz_npy "$data"/fixtures/tiny32/z_s0.npy "$data"/checkpoints/rosinality16_train_w_avg.npy \
+  "$data"/official_extra/ada_resnet32_rgba_cond/c_s0.npy models/digits32/goldens/ws_s0_c0_psi1.npy
 
 status=0
 run() {  # run <target> <seconds> <max_len>
@@ -51,8 +57,10 @@ run() {  # run <target> <seconds> <max_len>
     grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$dir/$name.log" | sed "s/^/  /"
   fi
 }
-run fuzz_pickle $(( total * 25 / 60 )) 200000
-run fuzz_zip $(( total * 15 / 60 )) 700000
-run fuzz_checkpoint $(( total * 20 / 60 )) 200000
+run fuzz_pickle $(( total * 20 / 60 )) 200000
+run fuzz_zip $(( total * 12 / 60 )) 700000
+run fuzz_checkpoint $(( total * 16 / 60 )) 200000
+run fuzz_model_file $(( total * 8 / 60 )) 200000
+run fuzz_npy $(( total * 4 / 60 )) 100000
 if (( status == 0 )); then echo "sg2 fuzz: no crashes"; fi
 exit $status
