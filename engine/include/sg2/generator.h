@@ -14,6 +14,12 @@
 #include "sg2/tensor.h"
 #include "sg2/export.h"
 
+namespace sg2 {
+// Engine-internal (engine/src/generator_access.h), declared outside the public visibility block
+// so that its hidden definition matches this declaration (clang refuses a mismatch).
+struct GeneratorAccess;
+}  // namespace sg2
+
 SG2_PUBLIC_BEGIN
 namespace sg2 {
 
