@@ -351,17 +351,30 @@ OutputDir::OutputDir(const std::string& dir) : dir_(dir) {
     if (!S_ISDIR(st.st_mode))
       fail(ErrorKind::io, "cannot write to output directory ", dir_, ": it exists and is not a directory");
   } else {
+    // The components that do not exist yet, parents first: they are this run's to remove.
+    std::vector<std::string> missing;
+    for (std::filesystem::path p = std::filesystem::path(dir_).lexically_normal(); !p.empty() && p != p.root_path();
+         p = p.parent_path()) {
+      if (p.filename().empty() || p.filename() == "." || p.filename() == "..") continue;
+      struct stat pst {};
+      if (::stat(p.c_str(), &pst) == 0) break;
+      missing.insert(missing.begin(), p.string());
+    }
     std::error_code ec;
     std::filesystem::create_directories(dir_, ec);
-    if (ec) fail(ErrorKind::io, "cannot write to output directory ", dir_, ": ", ec.message());
-    created_ = true;
+    if (ec) {
+      for (auto it = missing.rbegin(); it != missing.rend(); ++it) ::rmdir(it->c_str());
+      fail(ErrorKind::io, "cannot write to output directory ", dir_, ": ", ec.message());
+    }
+    created_ = std::move(missing);
   }
   // Probe: create and remove a file (access(W_OK) is not enough: root, read-only mounts).
   const std::string probe = dir_ + "/.sg2-write-test-" + std::to_string(::getpid());
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
   if (fd < 0) {
     const int err = errno;
-    if (created_) ::rmdir(dir_.c_str());
+    for (auto it = created_.rbegin(); it != created_.rend(); ++it) ::rmdir(it->c_str());
+    created_.clear();
     fail(ErrorKind::io, "cannot write to output directory ", dir_, ": ", std::strerror(err));
   }
   ::close(fd);
@@ -369,7 +382,14 @@ OutputDir::OutputDir(const std::string& dir) : dir_(dir) {
 }
 
 OutputDir::~OutputDir() {
-  if (!committed_ && created_) ::rmdir(dir_.c_str());  // only succeeds when still empty
+  if (committed_) return;
+  for (auto it = created_.rbegin(); it != created_.rend(); ++it) ::rmdir(it->c_str());  // only empty ones go
+}
+
+Error OutputDir::failure(const Error& e) const {
+  if (written_ == 0) return e;
+  return Error(e.kind(), detail::concat(e.what(), "; ", written_, written_ == 1 ? " file" : " files",
+                                        " written before this error ", written_ == 1 ? "is" : "are", " kept in ", dir_));
 }
 
 std::string OutputDir::file(const std::string& name) const { return dir_ + "/" + name; }
@@ -382,12 +402,20 @@ OutputFormat parse_format(const std::string& text) {
   fail(ErrorKind::invalid_argument, "--format: unknown format '", text, "' (expected png, npy, both or u8npy)");
 }
 
-Image8 write_image(const OutputDir& out, const std::string& stem, const Tensor& img, int64_t n, OutputFormat fmt) {
+Image8 write_image(OutputDir& out, const std::string& stem, const Tensor& img, int64_t n, OutputFormat fmt) {
   Image8 im = to_image8(img, n);
-  if (fmt == OutputFormat::png || fmt == OutputFormat::both) write_png(out.file(stem + ".png"), im);
-  if (fmt == OutputFormat::npy || fmt == OutputFormat::both) write_npy(out.file(stem + ".npy"), img.slice0(n, n + 1));
-  if (fmt == OutputFormat::u8npy)
+  if (fmt == OutputFormat::png || fmt == OutputFormat::both) {
+    write_png(out.file(stem + ".png"), im);
+    out.wrote();
+  }
+  if (fmt == OutputFormat::npy || fmt == OutputFormat::both) {
+    write_npy(out.file(stem + ".npy"), img.slice0(n, n + 1));
+    out.wrote();
+  }
+  if (fmt == OutputFormat::u8npy) {
     write_npy_u8(out.file(stem + ".npy"), im.pixels.data(), {1, im.height, im.width, im.channels});
+    out.wrote();
+  }
   return im;
 }
 

@@ -11,12 +11,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <cxxopts.hpp>
 
+#include "sg2/error.h"
 #include "sg2/generator.h"
 #include "sg2/image.h"
 #include "sg2/model.h"
@@ -128,7 +130,9 @@ std::string seed_stem(uint64_t seed);
 std::string indexed_stem(const std::string& prefix, int64_t index, int width);
 
 /// An output directory, created (with parents) and checked writable before any work starts.
-/// When the command fails, a directory this object created is removed again if still empty.
+/// When the command fails, the directories this object created (the folder and any parents it
+/// made, deepest first) are removed again if they are still empty. Files already written stay:
+/// each is whole (written to a temporary file and renamed), and failure() says how many.
 class OutputDir {
  public:
   /// Throws Error(invalid_argument) for an empty path, Error(io) "cannot write to output directory
@@ -141,14 +145,33 @@ class OutputDir {
   const std::string& path() const { return dir_; }
   /// dir + "/" + name
   std::string file(const std::string& name) const;
+  /// Counts a file written whole into the directory (write_image calls it).
+  void wrote(int64_t files = 1) { written_ += files; }
+  /// `e` with, when files were written before it, "; N files written before this error are kept
+  /// in DIR" appended (same kind, still one line).
+  Error failure(const Error& e) const;
   /// Marks the run successful: the directory is kept.
   void commit() { committed_ = true; }
 
  private:
   std::string dir_;
-  bool created_ = false;
+  std::vector<std::string> created_;  // directories this object made, parents first
+  int64_t written_ = 0;
   bool committed_ = false;
 };
+
+/// Runs `work`; an sg2::Error (or an allocation failure) that escapes it is rethrown as
+/// out.failure(error), so the message says which outputs were kept.
+template <typename F>
+void run_writing(const OutputDir& out, F&& work) {
+  try {
+    work();
+  } catch (const Error& e) {
+    throw out.failure(e);
+  } catch (const std::bad_alloc&) {
+    throw out.failure(Error(ErrorKind::out_of_memory, "out of host memory"));
+  }
+}
 
 /// --format png|npy|both|u8npy.
 enum class OutputFormat { png, npy, both, u8npy };
@@ -156,8 +179,8 @@ OutputFormat parse_format(const std::string& text);
 
 /// Writes image n of img [N, C, H, W] as `<stem>.png` (official uint8 conversion: 1 channel
 /// grayscale, 3 RGB, 4 RGBA) and/or `<stem>.npy` (float32 [1, C, H, W]). Every file is written
-/// atomically. Returns the 8-bit image (for grids).
-Image8 write_image(const OutputDir& out, const std::string& stem, const Tensor& img, int64_t n, OutputFormat fmt);
+/// atomically and counted (OutputDir::wrote). Returns the 8-bit image (for grids).
+Image8 write_image(OutputDir& out, const std::string& stem, const Tensor& img, int64_t n, OutputFormat fmt);
 
 /// True when an executable called `name` is on PATH; its full path goes to *found.
 bool find_on_path(const std::string& name, std::string* found = nullptr);

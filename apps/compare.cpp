@@ -1,14 +1,20 @@
-// sg2 compare: the golden-image regression check — two PNGs, two .npy files, or two folders.
+// sg2 compare: the golden-image regression check — two PNGs, two .npy files, or two folders
+// (walked with their subfolders).
 //
-// Exact equality unless thresholds are given; with thresholds every given one must hold. One line
-// per file on stdout (PASS/FAIL, max |diff|, mean |diff|, PSNR, differing values); exit status 0
-// only when every file passes, 1 when any fails, 2 on a usage error.
+// Exact equality unless thresholds are given; with thresholds every given one must hold. PNGs are
+// decoded by libpng (sg2::PngReader: CRCs, palette indices) at their own bit depth, row by row,
+// and refused above --max-pixels before any image data is decompressed. One line per file on
+// stdout (PASS/FAIL, max |diff|, mean |diff|, PSNR, differing values) and a summary that says
+// what a folder walk included and ignored; exit status 0 only when every file passes, 1 when any
+// fails, 2 on a usage error.
 #include <dirent.h>
+#include <errno.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -60,82 +66,143 @@ std::string fmt_num(double v) {
   return buf;
 }
 
-/// Statistics of |a - b| over n values given by the accessor; peak is the signal range for PSNR
-/// (255 for 8-bit images, 2 for [-1, 1] float images).
-template <typename F>
-Result judge(int64_t n, F diff_at, double peak, const std::string& unit, const Thresholds& th) {
+/// Statistics of |a - b|, accumulated value by value (PNGs arrive row by row).
+struct DiffStats {
   double max_abs = 0, sum = 0, sq = 0;
-  int64_t differing = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    double d = diff_at(i);
+  int64_t differing = 0, n = 0;
+  void add(double d) {
     if (std::isnan(d)) d = std::numeric_limits<double>::infinity();
     if (d != 0) ++differing;
     max_abs = std::max(max_abs, d);
     sum += d;
     sq += d * d;
+    ++n;
   }
-  const double mean = n > 0 ? sum / double(n) : 0.0;
-  const double mse = n > 0 ? sq / double(n) : 0.0;
+};
+
+/// The verdict and its line; peak is the signal range for PSNR (255 or 65535 for PNG levels, 2
+/// for [-1, 1] float images).
+Result judge(const DiffStats& s, double peak, const std::string& unit, const Thresholds& th) {
+  const double mean = s.n > 0 ? s.sum / double(s.n) : 0.0;
+  const double mse = s.n > 0 ? s.sq / double(s.n) : 0.0;
   const double psnr = mse > 0 ? 10.0 * std::log10(peak * peak / mse) : std::numeric_limits<double>::infinity();
   Result r;
   if (!th.max_abs && !th.min_psnr) {
-    r.pass = differing == 0;
+    r.pass = s.differing == 0;
   } else {
     r.pass = true;
-    if (th.max_abs && !(max_abs <= *th.max_abs)) r.pass = false;
+    if (th.max_abs && !(s.max_abs <= *th.max_abs)) r.pass = false;
     if (th.min_psnr && !(psnr >= *th.min_psnr)) r.pass = false;
   }
   char pct[32];
-  std::snprintf(pct, sizeof pct, "%.4g", n > 0 ? 100.0 * double(differing) / double(n) : 0.0);
-  r.detail = "max|diff| " + fmt_num(max_abs) + unit + ", mean|diff| " + fmt_num(mean) + ", PSNR " + fmt_num(psnr) +
-             " dB, " + std::to_string(differing) + " of " + std::to_string(n) + " values differ (" + pct + " %)";
+  std::snprintf(pct, sizeof pct, "%.4g", s.n > 0 ? 100.0 * double(s.differing) / double(s.n) : 0.0);
+  r.detail = "max|diff| " + fmt_num(s.max_abs) + unit + ", mean|diff| " + fmt_num(mean) + ", PSNR " + fmt_num(psnr) + " dB, " +
+             std::to_string(s.differing) + " of " + std::to_string(s.n) + " values differ (" + pct + " %)";
   return r;
 }
 
-Result compare_files(const std::string& a, const std::string& b, const Thresholds& th) {
+/// Two PNGs, decoded by libpng (CRCs and palette indices checked) row by row at their own
+/// precision: 16-bit files are compared at 16 bits. Memory: a row of each.
+Result compare_pngs(const std::string& a, const std::string& b, const Thresholds& th, int64_t max_pixels) {
+  PngReader x(a, std::numeric_limits<int64_t>::max()), y(b, std::numeric_limits<int64_t>::max());  // headers only
+  for (const PngReader* r : {&x, &y}) {
+    const int64_t pixels = int64_t(r->width()) * r->height();
+    if (pixels > max_pixels)
+      return {false, (r == &x ? a : b) + ": " + std::to_string(r->width()) + "x" + std::to_string(r->height()) + " (" +
+                         std::to_string(pixels) + " pixels) is more than --max-pixels " + std::to_string(max_pixels) +
+                         "; raise --max-pixels to compare it"};
+  }
+  if (x.width() != y.width() || x.height() != y.height() || x.channels() != y.channels())
+    return {false, "shape mismatch: " + std::to_string(x.width()) + "x" + std::to_string(x.height()) + "x" + std::to_string(x.channels()) +
+                       " vs " + std::to_string(y.width()) + "x" + std::to_string(y.height()) + "x" + std::to_string(y.channels()) + " (WxHxC)"};
+  if (x.bits() != y.bits())
+    return {false, "bit depth mismatch: " + std::to_string(x.bits()) + " vs " + std::to_string(y.bits()) + " bits per sample"};
+  DiffStats s;
+  for (int row = 0; row < x.height(); ++row) {
+    const std::vector<uint16_t>& rx = x.next_row();
+    const std::vector<uint16_t>& ry = y.next_row();
+    for (size_t i = 0; i < rx.size(); ++i) s.add(std::fabs(double(rx[i]) - double(ry[i])));
+  }
+  x.finish();  // the chunks after the image data are checked too: a verdict needs whole files
+  y.finish();
+  const bool wide = x.bits() == 16;
+  return judge(s, wide ? 65535.0 : 255.0, wide ? " levels (16-bit)" : " levels", th);
+}
+
+Result compare_files(const std::string& a, const std::string& b, const Thresholds& th, int64_t max_pixels) {
   const Kind ka = kind_of(a), kb = kind_of(b);
   if (ka != kb || ka == Kind::other)
     return {false, "cannot compare " + a + " with " + b + ": both must be .png or both .npy"};
   try {
-    if (ka == Kind::png) {
-      const Image8 x = read_png(a), y = read_png(b);
-      if (x.width != y.width || x.height != y.height || x.channels != y.channels)
-        return {false, "shape mismatch: " + std::to_string(x.width) + "x" + std::to_string(x.height) + "x" +
-                           std::to_string(x.channels) + " vs " + std::to_string(y.width) + "x" +
-                           std::to_string(y.height) + "x" + std::to_string(y.channels) + " (WxHxC)"};
-      return judge(static_cast<int64_t>(x.pixels.size()),
-                   [&](int64_t i) { return std::fabs(double(x.pixels[i]) - double(y.pixels[i])); }, 255.0, " levels", th);
-    }
+    if (ka == Kind::png) return compare_pngs(a, b, th, max_pixels);
     const Tensor x = read_npy_tensor(a), y = read_npy_tensor(b);
     if (x.shape() != y.shape()) return {false, "shape mismatch: " + x.shape_str() + " vs " + y.shape_str()};
-    return judge(x.numel(), [&](int64_t i) { return std::fabs(double(x[i]) - double(y[i])); }, 2.0, "", th);
+    DiffStats s;
+    for (int64_t i = 0; i < x.numel(); ++i) s.add(std::fabs(double(x[i]) - double(y[i])));
+    return judge(s, 2.0, "", th);
   } catch (const Error& e) {
     return {false, e.what()};
   }
 }
 
-std::set<std::string> list_dir(const std::string& dir) {
-  std::set<std::string> names;
+/// The .png and .npy files of a folder and of its subfolders, by path relative to the folder.
+/// Subfolders are walked (not symbolic links to folders, which are counted as skipped; 32
+/// levels at most); other files are counted as ignored.
+struct Listing {
+  std::set<std::string> files;
+  int64_t subfolders = 0, linked_folders = 0, ignored = 0;
+};
+
+void list_dir(const std::string& root, const std::string& rel, int depth, Listing& out) {
+  const std::string dir = rel.empty() ? root : root + "/" + rel;
   DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) fail(ErrorKind::io, "cannot read folder ", dir);
+  if (d == nullptr) fail(ErrorKind::io, "cannot read folder ", dir, ": ", std::strerror(errno));
+  std::vector<std::string> names;
   while (dirent* ent = ::readdir(d)) {
     const std::string name = ent->d_name;
-    if (kind_of(name) != Kind::other && !is_dir(dir + "/" + name)) names.insert(name);
+    if (name != "." && name != "..") names.push_back(name);
   }
   ::closedir(d);
-  return names;
+  for (const std::string& name : names) {
+    const std::string r = rel.empty() ? name : rel + "/" + name;
+    const std::string full = root + "/" + r;
+    struct stat st {};
+    if (::lstat(full.c_str(), &st) != 0) continue;
+    const bool link = S_ISLNK(st.st_mode);
+    if (link && ::stat(full.c_str(), &st) != 0) {
+      ++out.ignored;  // a dangling link
+      continue;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      if (link) {
+        ++out.linked_folders;
+      } else {
+        if (depth >= 32) fail(ErrorKind::invalid_argument, "folders nested more than 32 deep at ", full);
+        ++out.subfolders;
+        list_dir(root, r, depth + 1, out);
+      }
+    } else if (S_ISREG(st.st_mode) && kind_of(name) != Kind::other) {
+      out.files.insert(r);
+    } else {
+      ++out.ignored;
+    }
+  }
 }
 
 int run_compare(int argc, char** argv) {
   cxxopts::Options opts = make_options(
       "compare",
-      "Compares two images (.png, uint8 levels), two .npy arrays (float), or two folders (files paired by name; "
-      ".png and .npy files are compared, a file on one side only fails). Without thresholds the values must be "
-      "identical; with thresholds every given one must hold. PSNR = 10 log10(peak^2 / MSE) with peak 255 for PNG "
-      "and 2 for .npy (the [-1, 1] image range: 10 log10(4 / MSE)). Exit status: 0 when every file passes, 1 "
-      "otherwise, 2 on a usage error.");
+      "Compares two images (.png, in levels of their bit depth: 8 or 16 bits), two .npy arrays (float), or two "
+      "folders with their subfolders (files paired by relative path; .png and .npy files are compared, a file on one "
+      "side only fails; symbolic links to folders are not followed). Without thresholds the values must be "
+      "identical; with thresholds every given one must hold. PSNR = 10 log10(peak^2 / MSE) with peak 255 (65535 for "
+      "16-bit) for PNG and 2 for .npy (the [-1, 1] image range: 10 log10(4 / MSE)). PNGs are decoded with libpng: a "
+      "bad CRC, a broken image stream or a palette index beyond the palette fails the pair. Exit status: 0 when "
+      "every file passes, 1 otherwise, 2 on a usage error.");
   opts.add_options()
-      ("max-abs", "largest allowed |a - b| (PNG: levels, npy: values)", cxxopts::value<std::string>(), "X")
+      ("max-abs", "largest allowed |a - b| (PNG: levels of the file's bit depth, npy: values)", cxxopts::value<std::string>(), "X")
+      ("max-pixels", "largest PNG compared, in pixels (default 67108864 = 8192x8192); larger files fail before they are "
+                     "decompressed", cxxopts::value<std::string>(), "N")
       ("min-psnr", "smallest allowed PSNR in dB", cxxopts::value<std::string>(), "Y")
       ("paths", "A B", cxxopts::value<std::vector<std::string>>());
   opts.parse_positional({"paths"});
@@ -153,6 +220,8 @@ int run_compare(int argc, char** argv) {
     if (*th.max_abs < 0) fail(ErrorKind::invalid_argument, "--max-abs must be >= 0");
   }
   if (has(args, "min-psnr")) th.min_psnr = parse_float("min-psnr", get(args, "min-psnr"));
+  const int64_t max_pixels = has(args, "max-pixels") ? parse_int("max-pixels", get(args, "max-pixels"), 1, int64_t(1) << 40)
+                                                     : kDefaultMaxPngPixels;
   const bool quiet = has(args, "quiet");
 
   const std::string& a = paths[0];
@@ -164,18 +233,22 @@ int run_compare(int argc, char** argv) {
   // name -> result
   std::vector<std::pair<std::string, Result>> results;
   if (is_dir(a) != is_dir(b)) fail(ErrorKind::invalid_argument, "cannot compare a folder with a file: ", a, " vs ", b);
+  Listing la, lb;
   if (is_dir(a)) {
-    const std::set<std::string> na = list_dir(a), nb = list_dir(b);
+    list_dir(a, "", 0, la);
+    list_dir(b, "", 0, lb);
+    const std::set<std::string>& na = la.files;
+    const std::set<std::string>& nb = lb.files;
     std::set<std::string> all = na;
     all.insert(nb.begin(), nb.end());
-    if (all.empty()) fail(ErrorKind::invalid_argument, "no .png or .npy files in ", a, " or ", b);
+    if (all.empty()) fail(ErrorKind::invalid_argument, "no .png or .npy files in ", a, " or ", b, " (or their subfolders)");
     for (const std::string& name : all) {
       if (!na.count(name)) results.push_back({name, {false, "missing in " + a}});
       else if (!nb.count(name)) results.push_back({name, {false, "missing in " + b}});
-      else results.push_back({name, compare_files(a + "/" + name, b + "/" + name, th)});
+      else results.push_back({name, compare_files(a + "/" + name, b + "/" + name, th, max_pixels)});
     }
   } else {
-    results.push_back({a + " vs " + b, compare_files(a, b, th)});
+    results.push_back({a + " vs " + b, compare_files(a, b, th, max_pixels)});
   }
   int64_t failed = 0;
   for (const auto& [name, r] : results) {
@@ -189,8 +262,16 @@ int run_compare(int argc, char** argv) {
       if (th.max_abs) rule += "max|diff| <= " + fmt_num(*th.max_abs);
       if (th.min_psnr) rule += std::string(rule.empty() ? "" : " and ") + "PSNR >= " + fmt_num(*th.min_psnr) + " dB";
     }
+    // What the folder walk took in and what it left out, so that nothing is skipped silently.
+    std::string walked;
+    auto part = [&](int64_t n, const char* one, const char* many) {
+      if (n > 0) walked += (walked.empty() ? "; " : ", ") + std::to_string(n) + " " + (n == 1 ? one : many);
+    };
+    part(la.subfolders + lb.subfolders, "subfolder included", "subfolders included");
+    part(la.linked_folders + lb.linked_folders, "symbolic link to a folder not followed", "symbolic links to folders not followed");
+    part(la.ignored + lb.ignored, "other file ignored", "other files ignored");
     std::cout << "sg2 compare: " << (results.size() - failed) << " of " << results.size() << " files match (" << rule
-              << ")" << (failed ? ", " + std::to_string(failed) + " do not" : std::string()) << "\n";
+              << ")" << (failed ? ", " + std::to_string(failed) + " do not" : std::string()) << walked << "\n";
   }
   std::cout.flush();
   return failed == 0 ? 0 : 1;

@@ -181,40 +181,65 @@ int run_generate(int argc, char** argv) {
   so.float32 = fmt == OutputFormat::npy || fmt == OutputFormat::both;
   so.ws = save_ws;
 
+  // The grid PNG is streamed cell row by cell row as the sink receives the images in order
+  // (memory: one row of cells); its size is checked in 64 bits against the writer's limits
+  // before any image is made.
+  std::optional<GridPngWriter> grid_png;
+  if (grid) {
+    check_png_size(int64_t(grid->cols) * cfg.img_resolution, int64_t(grid->rows) * cfg.img_resolution, cfg.img_channels,
+                   PngWrite::streamed,
+                   detail::concat("--grid ", grid->cols, "x", grid->rows, " of ", cfg.img_resolution, "x", cfg.img_resolution, " images"));
+    grid_png.emplace(out.file("grid.png"), grid->cols, grid->rows, cfg.img_resolution, cfg.img_resolution, cfg.img_channels);
+  }
+
   // --- the pipeline: generators -> sink (this thread) -> encoder pool -------------------------
   Progress progress("sg2 generate", total, quiet);
-  std::atomic<int64_t> written{0};
-  std::vector<Image8> grid_images;
+  std::atomic<int64_t> written{0}, files{0};
   const int R = cfg.img_resolution, C = cfg.img_channels;
   {
-    TaskPool pool(jobs, size_t(2) * jobs);
+    std::optional<TaskPool> pool;
+    pool.emplace(jobs, size_t(2) * jobs);
     try {
       generate_stream(gen_ptrs, job, so, [&](const StreamImage& im) {
         const std::string stem = from_ws ? indexed_stem("ws", im.index, 4) : seed_stem(im.key);
-        if (grid) grid_images.push_back(im.image8());
-        pool.submit([&, im, stem] {
-          if (fmt == OutputFormat::png || fmt == OutputFormat::both) write_png(out.file(stem + ".png"), im.image8());
-          if (fmt == OutputFormat::u8npy) write_npy_u8(out.file(stem + ".npy"), im.u8, {1, R, R, C});
-          if (fmt == OutputFormat::npy || fmt == OutputFormat::both)
+        if (grid_png) grid_png->add(im.image8());
+        pool->submit([&, im, stem] {
+          if (fmt == OutputFormat::png || fmt == OutputFormat::both) {
+            write_png(out.file(stem + ".png"), im.image8());
+            files.fetch_add(1);
+          }
+          if (fmt == OutputFormat::u8npy) {
+            write_npy_u8(out.file(stem + ".npy"), im.u8, {1, R, R, C});
+            files.fetch_add(1);
+          }
+          if (fmt == OutputFormat::npy || fmt == OutputFormat::both) {
             write_npy(out.file(stem + ".npy"), Tensor({1, C, R, R}, std::vector<float>(im.img, im.img + size_t(C) * R * R)));
-          if (save_ws)
+            files.fetch_add(1);
+          }
+          if (save_ws) {
             write_npy(out.file(stem + "_ws.npy"),
                       Tensor({1, cfg.num_ws, cfg.w_dim},
                              std::vector<float>(im.ws, im.ws + size_t(cfg.num_ws) * cfg.w_dim)));
+            files.fetch_add(1);
+          }
           written.fetch_add(1);
         });
         progress.set(written.load());
       });
-      pool.finish();
+      pool->finish();
+      if (grid_png) {
+        grid_png->finish();
+        files.fetch_add(1);
+      }
     } catch (const Error& e) {
-      // The pool is destroyed first (the tasks under way finish their file; the queued ones are
-      // dropped with the buffers they hold), then the generators.
-      const int64_t n = written.load();
-      fail(e.kind(), e.what(), n > 0 ? " (the " + std::to_string(n) + " images written before are complete)" : std::string());
+      // The pool goes first (the tasks under way finish their file; the queued ones are dropped
+      // with the buffers they hold), so the count of whole files is final; then the generators.
+      pool.reset();
+      out.wrote(files.load());
+      throw out.failure(e);
     }
   }
   progress.set(written.load());
-  if (grid) write_png(out.file("grid.png"), make_grid(grid_images, grid->cols, grid->rows));
   progress.finish();
   out.commit();
   if (!quiet) {

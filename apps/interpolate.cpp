@@ -115,6 +115,7 @@ int run_interpolate(int argc, char** argv) {
   const int64_t row_len = int64_t(cfg.num_ws) * cfg.w_dim;
 
   Progress progress("sg2 interpolate", total, quiet);
+  run_writing(out, [&] {
   for (int64_t b = 0; b < total; b += chunk) {
     const int64_t e = std::min<int64_t>(total, b + chunk);
     const int64_t n = e - b;
@@ -140,9 +141,13 @@ int run_interpolate(int argc, char** argv) {
     noise.seed = noise_seed;
     if (noise_mode == NoiseMode::random) noise.keys.assign(static_cast<size_t>(n), 0);
     Tensor img = gen.synthesize(ws, noise);
-    for (int64_t i = 0; i < n; ++i) write_png(out.file(indexed_stem("frame", b + i, 5) + ".png"), to_image8(img, i));
+    for (int64_t i = 0; i < n; ++i) {
+      write_png(out.file(indexed_stem("frame", b + i, 5) + ".png"), to_image8(img, i));
+      out.wrote();
+    }
     progress.advance(n);
   }
+  });
   progress.finish();
   out.commit();
 

@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "sg2/error.h"
+#include "sg2/interrupt.h"
 #include "sg2/model.h"
 
 namespace {
@@ -18,6 +19,7 @@ void print_usage(std::ostream& os) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  sg2::install_interrupt_cleanup();  // an interrupted run leaves no temporary files
   if (argc < 2) {
     print_usage(std::cerr);
     return 2;

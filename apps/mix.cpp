@@ -70,6 +70,10 @@ int run_mix(int argc, char** argv) {
     if (k >= cfg.num_ws)
       fail(ErrorKind::invalid_argument, "--styles: ws row ", k, " does not exist: this model has rows 0..", cfg.num_ws - 1);
   class_labels(args, cfg, 1);  // validates --class before any work
+  check_png_size(int64_t(cols.size() + 1) * cfg.img_resolution, int64_t(rows.size() + 1) * cfg.img_resolution, cfg.img_channels,
+                 PngWrite::whole,
+                 detail::concat("the grid of ", cols.size() + 1, "x", rows.size() + 1, " images of ", cfg.img_resolution, "x",
+                                cfg.img_resolution));
   // Checks --batch against the memory it needs; the run makes at most rows x cols + rows + cols images.
   const int chunk = chunk_size(gen, args, int64_t(rows.size() * cols.size()) + int64_t(rows.size() + cols.size()));
   Truncation trunc;
@@ -118,6 +122,7 @@ int run_mix(int argc, char** argv) {
     }
   };
 
+  run_writing(out, [&] {
   // The unmixed images, as the official batched G.synthesis(all_w).
   std::vector<std::pair<uint32_t, uint32_t>> diag;
   for (uint32_t s : all_seeds) diag.push_back({s, s});
@@ -153,6 +158,8 @@ int run_mix(int argc, char** argv) {
     for (uint32_t c : cols) cells.push_back(images.at({r, c}));
   }
   write_png(out.file("grid.png"), make_grid(cells, int(cols.size()) + 1, int(rows.size()) + 1));
+  out.wrote();
+  });
   progress.finish();
   out.commit();
   if (!quiet)

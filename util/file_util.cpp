@@ -7,11 +7,14 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
+#include <csignal>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
 #include "sg2/error.h"
+#include "sg2/interrupt.h"
 
 namespace sg2::detail {
 
@@ -79,27 +82,91 @@ void write_all(std::FILE* f, const void* data, size_t size, const std::string& p
   if (std::fwrite(data, 1, size, f) != size) fail(ErrorKind::io, path, ": write failed: ", errno_text());
 }
 
+// --- temporary files and the interrupt cleanup (sg2/interrupt.h) ---------------------------
+//
+// A fixed table of the temporary files being written, readable from a signal handler: a slot's
+// state goes 0 (free) -> 1 (being filled) -> 2 (live) -> 0; the handler unlinks the live ones.
+
+namespace {
+
+constexpr int kTempSlots = 64;
+constexpr size_t kTempPathMax = 4096;
+struct TempSlot {
+  std::atomic<int> state{0};
+  char path[kTempPathMax];
+};
+TempSlot g_temp_slots[kTempSlots];
+
+int register_temp(const std::string& tmp) {
+  if (tmp.size() >= kTempPathMax) return -1;
+  for (int i = 0; i < kTempSlots; ++i) {
+    int expected = 0;
+    if (g_temp_slots[i].state.compare_exchange_strong(expected, 1)) {
+      std::memcpy(g_temp_slots[i].path, tmp.c_str(), tmp.size() + 1);
+      g_temp_slots[i].state.store(2);
+      return i;
+    }
+  }
+  return -1;  // more than 64 at once: not removed on an interrupt (still removed on errors)
+}
+
+void unregister_temp(int slot) {
+  if (slot >= 0) g_temp_slots[slot].state.store(0);
+}
+
+void sg2_interrupt_handler(int sig) {
+  sg2::remove_temporary_files();
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+}  // namespace
+
+TempFile::TempFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
+  slot_ = register_temp(tmp_);  // before the file exists: an interrupt from here on removes it
+  f_ = std::fopen(tmp_.c_str(), "wb");
+  if (f_ == nullptr) {
+    const std::string why = errno_text();
+    unregister_temp(slot_);
+    fail(ErrorKind::io, path_, ": cannot write: ", why);
+  }
+}
+
+TempFile::~TempFile() {
+  if (f_ != nullptr) {
+    std::fclose(f_);
+    std::remove(tmp_.c_str());
+  }
+  unregister_temp(slot_);
+}
+
+void TempFile::commit() {
+  std::FILE* f = f_;
+  f_ = nullptr;
+  const bool flushed = std::fflush(f) == 0;
+  const std::string flush_why = flushed ? "" : errno_text();
+  if (std::fclose(f) != 0 || !flushed) {
+    const std::string why = flushed ? errno_text() : flush_why;
+    std::remove(tmp_.c_str());
+    unregister_temp(slot_);
+    slot_ = -1;
+    fail(ErrorKind::io, path_, ": write failed: ", why);
+  }
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    const std::string why = errno_text();
+    std::remove(tmp_.c_str());
+    unregister_temp(slot_);
+    slot_ = -1;
+    fail(ErrorKind::io, path_, ": cannot rename into place: ", why);
+  }
+  unregister_temp(slot_);
+  slot_ = -1;
+}
+
 void write_file_atomic(const std::string& path, const std::function<void(std::FILE*)>& write) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) fail(ErrorKind::io, path, ": cannot write: ", errno_text());
-  try {
-    write(f);
-    if (std::fflush(f) != 0) fail(ErrorKind::io, path, ": write failed: ", errno_text());
-  } catch (...) {
-    std::fclose(f);
-    std::remove(tmp.c_str());
-    throw;
-  }
-  if (std::fclose(f) != 0) {
-    std::remove(tmp.c_str());
-    fail(ErrorKind::io, path, ": write failed: ", errno_text());
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string why = errno_text();
-    std::remove(tmp.c_str());
-    fail(ErrorKind::io, path, ": cannot rename into place: ", why);
-  }
+  TempFile t(path);
+  write(t.file());
+  t.commit();
 }
 
 void write_file_atomic(const std::string& path, const void* data, size_t size) {
@@ -292,3 +359,22 @@ uint16_t float_to_half(float f) {
 }
 
 }  // namespace sg2::detail
+
+namespace sg2 {
+
+void remove_temporary_files() noexcept {
+  for (auto& slot : detail::g_temp_slots)
+    if (slot.state.load() == 2) ::unlink(slot.path);
+}
+
+void install_interrupt_cleanup() {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction sa {};
+    sa.sa_handler = detail::sg2_interrupt_handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;  // a second signal while cleaning up ends the process at once
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
+}  // namespace sg2

@@ -33,9 +33,33 @@ class MappedFile {
 /// Reads a whole file. Throws Error(io) naming `path`.
 std::vector<uint8_t> read_file(const std::string& path);
 
-/// Writes a file atomically: `write` fills a temporary file in the same directory, which is
-/// flushed and renamed onto `path`; on any failure the temporary is removed and Error(io) is
-/// thrown, so `path` is either the complete new file or untouched.
+/// A temporary file beside `path` ("<path>.tmp.<pid>"), for an atomic write: opened for writing
+/// on construction and registered with the interrupt cleanup (sg2/interrupt.h) until it is
+/// renamed onto `path` by commit() or removed by the destructor. Move-only.
+class TempFile {
+ public:
+  /// Throws Error(io) "<path>: cannot write: reason".
+  explicit TempFile(std::string path);
+  ~TempFile();
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+
+  std::FILE* file() const { return f_; }
+  const std::string& path() const { return path_; }
+  const std::string& temp_path() const { return tmp_; }
+  /// Flushes, closes and renames the temporary onto path(). Throws Error(io); the temporary is
+  /// removed on failure.
+  void commit();
+
+ private:
+  std::string path_, tmp_;
+  std::FILE* f_ = nullptr;
+  int slot_ = -1;  // index in the interrupt cleanup's table, -1 when the table was full
+};
+
+/// Writes a file atomically: `write` fills a TempFile, which is flushed and renamed onto `path`;
+/// on any failure the temporary is removed and the error is rethrown (Error(io) for write
+/// errors), so `path` is either the complete new file or untouched.
 void write_file_atomic(const std::string& path,
                        const std::function<void(std::FILE*)>& write);
 void write_file_atomic(const std::string& path, const void* data, size_t size);

@@ -1,4 +1,5 @@
-// sg2: uint8 conversion and PNG files (image.h). PNG encoding/decoding by stb (libstb-dev).
+// sg2: uint8 conversion, the PNG size limits, write_png (stb_image_write, libstb-dev) and grids
+// in memory (image.h). Reading and streamed grids: png_io.cpp (libpng).
 #include "sg2/image.h"
 
 #include <cmath>
@@ -9,16 +10,12 @@
 
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #define STB_IMAGE_WRITE_STATIC
-#define STB_IMAGE_IMPLEMENTATION
-#define STB_IMAGE_STATIC
-#define STBI_ONLY_PNG
 #if defined(__GNUC__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 #pragma GCC diagnostic ignored "-Wsign-compare"
 #endif
-#include <stb_image.h>
 #include <stb_image_write.h>
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
@@ -59,9 +56,21 @@ void append_bytes(void* ctx, void* data, int size) {
 }
 }  // namespace
 
+void check_png_size(int64_t width, int64_t height, int64_t channels, PngWrite how, const std::string& what) {
+  if (width < 1 || height < 1 || channels < 1 || channels > 4)
+    fail(ErrorKind::invalid_argument, what, ": a ", width, "x", height, " PNG of ", channels, " channels cannot be written");
+  if (width > kMaxPngSide || height > kMaxPngSide)
+    fail(ErrorKind::invalid_argument, what, ": a ", width, "x", height, " PNG is larger than sg2 writes (at most ", kMaxPngSide,
+         " pixels per side)");
+  // width, height <= 10^6 and channels <= 4: the product fits in 64 bits.
+  if (how == PngWrite::whole && width * height * channels > kMaxWholePngBytes)
+    fail(ErrorKind::invalid_argument, what, ": a ", width, "x", height, " PNG of ", channels, " channels holds ", width * height * channels,
+         " bytes of pixels; sg2 writes at most ", kMaxWholePngBytes, " (512 MiB) in one piece");
+}
+
 void write_png(const std::string& path, const Image8& image) {
-  if (image.width <= 0 || image.height <= 0 || image.channels < 1 || image.channels > 4 ||
-      image.pixels.size() != size_t(image.width) * size_t(image.height) * size_t(image.channels))
+  check_png_size(image.width, image.height, image.channels, PngWrite::whole, path);
+  if (image.pixels.size() != size_t(image.width) * size_t(image.height) * size_t(image.channels))
     fail(ErrorKind::invalid_argument, path, ": cannot write a ", image.width, "x", image.height, "x", image.channels,
          " image with ", image.pixels.size(), " bytes");
   std::vector<uint8_t> png;
@@ -69,23 +78,6 @@ void write_png(const std::string& path, const Image8& image) {
                                   image.width * image.channels);
   if (!ok || png.empty()) fail(ErrorKind::io, path, ": PNG encoding failed");
   detail::write_file_atomic(path, png.data(), png.size());
-}
-
-Image8 read_png(const std::string& path) {
-  detail::MappedFile m(path);
-  if (m.size() < 8 || std::memcmp(m.data(), "\x89PNG\r\n\x1a\n", 8) != 0)
-    fail(ErrorKind::bad_file, path, ": not a PNG file");
-  if (m.size() > (size_t(1) << 30)) fail(ErrorKind::bad_file, path, ": PNG file too large");
-  int w = 0, h = 0, c = 0;
-  stbi_uc* px = stbi_load_from_memory(m.data(), static_cast<int>(m.size()), &w, &h, &c, 0);
-  if (px == nullptr) fail(ErrorKind::bad_file, path, ": cannot decode PNG: ", stbi_failure_reason());
-  Image8 out;
-  out.width = w;
-  out.height = h;
-  out.channels = c;
-  out.pixels.assign(px, px + size_t(w) * size_t(h) * size_t(c));
-  stbi_image_free(px);
-  return out;
 }
 
 Image8 make_grid(const std::vector<Image8>& images, int cols, int rows) {
@@ -97,6 +89,8 @@ Image8 make_grid(const std::vector<Image8>& images, int cols, int rows) {
   for (const Image8& im : images)
     if (im.width != f.width || im.height != f.height || im.channels != f.channels)
       fail(ErrorKind::invalid_argument, "grid images differ in size or channels");
+  check_png_size(int64_t(f.width) * cols, int64_t(f.height) * rows, f.channels, PngWrite::whole,
+                 detail::concat("a ", cols, "x", rows, " grid of ", f.width, "x", f.height, " images"));
   Image8 g;
   g.width = f.width * cols;
   g.height = f.height * rows;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,16 +26,99 @@ struct Image8 {
 /// (no FMA). Returns HWC pixels. Throws Error(invalid_argument) on a bad shape or n.
 Image8 to_image8(const Tensor& img, int64_t n);
 
+// --- size limits of the PNG writers ----------------------------------------------------------
+
+/// Largest width or height of a PNG sg2 writes: libpng's limit (which it also applies when reading).
+inline constexpr int64_t kMaxPngSide = 1000000;
+/// Largest pixel data of a PNG written in one piece (write_png: stb_image_write holds the whole
+/// image and its compressed form, sized in int): 512 MiB.
+inline constexpr int64_t kMaxWholePngBytes = int64_t(1) << 29;
+
+/// How a PNG is written: whole (write_png, one buffer) or streamed row by row (GridPngWriter).
+enum class PngWrite { whole, streamed };
+
+/// The one place the writers' limits live (they follow the writers when those change): checks,
+/// in 64-bit arithmetic and before any pixel is made, that a width x height PNG of `channels`
+/// 8-bit channels can be written `how`: width and height in [1, kMaxPngSide], channels in
+/// [1, 4], and written whole at most kMaxWholePngBytes of pixels. Throws
+/// Error(invalid_argument) "<what>: a WxH PNG ..." naming the size and the limit.
+void check_png_size(int64_t width, int64_t height, int64_t channels, PngWrite how, const std::string& what);
+
 /// Writes a PNG (1 channel grayscale, 2 gray+alpha, 3 RGB, 4 RGBA) with stb_image_write.
-/// Atomic: a temporary file beside `path` is renamed into place. Throws Error(io).
+/// Atomic: a temporary file beside `path` is renamed into place (and removed on an interrupt,
+/// sg2/interrupt.h). Throws Error(invalid_argument) beyond check_png_size(..., whole), Error(io).
 void write_png(const std::string& path, const Image8& image);
 
-/// Reads a PNG (8-bit; 16-bit files are reduced to 8 bits). Throws Error(bad_file | io).
-Image8 read_png(const std::string& path);
-
 /// Tiles `images` (all the same size and channels) into a cols x rows grid, row by row, in the
-/// given order; missing cells are black (alpha 0 for RGBA). Throws Error(invalid_argument).
+/// given order; missing cells are black (alpha 0 for RGBA). Throws Error(invalid_argument),
+/// also when the grid is larger than write_png writes (checked before it is allocated).
 Image8 make_grid(const std::vector<Image8>& images, int cols, int rows);
+
+/// Writes a cols x rows grid PNG of equally sized cells as they arrive (row by row, in order;
+/// missing cells black, alpha 0 for RGBA, as make_grid), streamed through libpng: memory holds
+/// one row of cells and one pixel row, never the whole grid. Atomic: a temporary file beside
+/// `path` is renamed into place by finish(); an unfinished writer removes it when destroyed.
+class GridPngWriter {
+ public:
+  /// Checks the size (check_png_size(..., streamed), 64-bit) before anything is written.
+  /// Throws Error(invalid_argument) for a bad or too large grid, Error(io) when the temporary
+  /// file cannot be created.
+  GridPngWriter(const std::string& path, int cols, int rows, int cell_width, int cell_height, int channels);
+  ~GridPngWriter();
+  GridPngWriter(const GridPngWriter&) = delete;
+  GridPngWriter& operator=(const GridPngWriter&) = delete;
+
+  /// The next cell. Throws Error(invalid_argument) for a cell of another size or one too many,
+  /// Error(io) when writing fails.
+  void add(const Image8& cell);
+  /// Pads the missing cells, ends the PNG and renames it into place. Throws Error(io).
+  void finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// --- reading (libpng) ----------------------------------------------------------------------
+
+/// Default pixel limit of PNG reading: 8192 x 8192 (a larger file is refused before its image
+/// data is decompressed).
+inline constexpr int64_t kDefaultMaxPngPixels = int64_t(1) << 26;
+
+/// A PNG read row by row with libpng, at its own precision: every chunk's CRC and the image
+/// data's checksum are verified, a palette index beyond the palette is an error (never
+/// uninitialised memory), and memory holds one row (interlaced files: the whole image, within
+/// the pixel limit). 1-, 2- and 4-bit gray is scaled to 8 bits; palettes are expanded to RGB
+/// (RGBA with a tRNS chunk); a tRNS chunk of a gray or RGB image becomes an alpha channel.
+class PngReader {
+ public:
+  /// Opens `path` and reads the header (nothing of the image data: a caller may check the size
+  /// itself). Throws Error(bad_file) naming `path`: not a PNG, a corrupt header, or more than
+  /// `max_pixels` pixels; Error(io) when it cannot be read.
+  explicit PngReader(const std::string& path, int64_t max_pixels = kDefaultMaxPngPixels);
+  ~PngReader();
+  PngReader(const PngReader&) = delete;
+  PngReader& operator=(const PngReader&) = delete;
+
+  int width() const;
+  int height() const;
+  int channels() const;  ///< 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA
+  int bits() const;      ///< 8 or 16 per sample
+  /// The next row: width() * channels() samples in [0, 2^bits() - 1], interleaved. Throws
+  /// Error(bad_file) naming the file on corrupt data (a CRC, the zlib stream, a palette index).
+  const std::vector<uint16_t>& next_row();
+  /// After the last row: reads the chunks after the image data and checks them. Throws
+  /// Error(bad_file).
+  void finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Reads a whole PNG as 8 bits (16-bit samples keep their high byte) through PngReader with
+/// its default pixel limit. Throws Error(bad_file | io).
+Image8 read_png(const std::string& path);
 
 }  // namespace sg2
 SG2_PUBLIC_END

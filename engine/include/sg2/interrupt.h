@@ -1,0 +1,28 @@
+// sg2: temporary files and interrupts.
+//
+// Every file sg2 writes (model files, PNG and .npy images, grids, ws) is written to a temporary
+// file beside its destination and renamed into place, so a destination is either complete or
+// absent. While a temporary file exists it is registered; install_interrupt_cleanup() makes
+// SIGINT, SIGTERM and SIGHUP remove the registered ones before the process ends, so an
+// interrupted run leaves no `*.tmp.<pid>` files behind. Files already renamed into place are
+// whole and are kept.
+#pragma once
+
+#include "sg2/export.h"
+
+SG2_PUBLIC_BEGIN
+namespace sg2 {
+
+/// Installs handlers for SIGINT, SIGTERM and SIGHUP that remove the temporary files sg2 is
+/// writing at that moment and then end the process as the signal would have (the default
+/// action is restored and the signal raised again, so the exit status says which signal).
+/// For programs; the sg2 CLI calls it first. Idempotent. A program with its own handlers calls
+/// remove_temporary_files() from them instead.
+void install_interrupt_cleanup();
+
+/// Removes every temporary file sg2 is writing now (unlink only: async-signal-safe, for use in
+/// a signal handler). The writes themselves then fail if they go on.
+void remove_temporary_files() noexcept;
+
+}  // namespace sg2
+SG2_PUBLIC_END
