@@ -330,3 +330,13 @@ TEST(HostileCheckpoints, LongTextIntegersAreNotConvertedWhileReading) {
     EXPECT_LT(std::string(e.what()).size(), 300u);
   }
 }
+
+// Item 6: names from a checkpoint reach messages escaped (here a rosinality state dict key).
+TEST(HostileCheckpoints, NamesFromCheckpointsAreEscaped) {
+  PickleWriter p;
+  p.op("}").str("g_ema").op("}").str("\x1b]0;owned\x07\n.iwt.x").integer(0).op("s").op("s");
+  const std::string msg = error_of(p.done(), "escape.pt");
+  EXPECT_NE(msg.find("unsupported: a SWAGAN (wavelet) generator (\\x1b]0;owned\\x07\\x0a.iwt.x)"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\x1b'), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+}

@@ -67,7 +67,7 @@ Conversion RosinalityConverter::run(const Node* top, const Node* g_ema) {
   for (const auto& [k, v] : items) {
     auto name = pickle::as_str(k);
     if (!name) fail(ErrorKind::bad_file, what_, ": a state dict key is a ", pickle::describe(k));
-    sd_[std::string(*name)] = v;
+    sd_[pickle::printable(*name, 200)] = v;  // escaped once: every message may quote it
   }
   for (const auto& [name, node] : sd_) {
     (void)node;
