@@ -1,6 +1,7 @@
 // sg2 internal: the interface every backend (cpu, cuda) implements.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -36,14 +37,20 @@ class Backend {
   /// backend runs synthesize() synchronously and converts on the host (make_host_pipe); the CUDA
   /// backend converts on the device and copies asynchronously.
   virtual std::unique_ptr<BatchPipe> make_pipe(int batch, PipeOutputs out, int slots) = 0;
+  /// Progress of synthesize: `cb(fraction)` is called on the calling thread between the steps of
+  /// a batch with the fraction (0, 1] of its work done. Backends that cannot report ignore it.
+  virtual void set_progress(std::function<void(double)> cb) { (void)cb; }
 };
 
 /// The synchronous host pipe over backend.synthesize() (batch_pipe.h).
 std::unique_ptr<BatchPipe> make_host_pipe(Backend& backend, const ModelConfig& cfg, int batch, PipeOutputs out,
                                           int slots);
 
-/// The plain C++ float32 reference backend. Throws Error(invalid_argument) for tf32 / fp16.
-std::unique_ptr<Backend> make_cpu_backend(const Model& model, Precision precision);
+/// The CPU backend: the oneDNN path (engine/src/cpu/executor.h) with `threads` workers (0 = env
+/// SG2_CPU_THREADS, else every core); or, when `reference` is set, env SG2_CPU_REFERENCE=1, or
+/// sg2 was built without oneDNN (-DSG2_ONEDNN=OFF), the plain C++ reference ops of kernels/ref.
+/// Both compute in float32: Error(invalid_argument) for tf32 / fp16.
+std::unique_ptr<Backend> make_cpu_backend(const Model& model, Precision precision, int threads, bool reference);
 
 /// The CUDA backend on device `index` (options: GeneratorOptions::batch_invariant). In a build
 /// without CUDA, throws Error(device) saying so.

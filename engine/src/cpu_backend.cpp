@@ -2,10 +2,14 @@
 // (official training/networks_stylegan2.py Generator / MappingNetwork / SynthesisNetwork,
 // run as its reference ops do; spec §1-§6).
 #include <cmath>
+#include <cstdlib>
 #include <map>
 
 #include "backend.h"
 #include "util/file_util.h"
+#if SG2_WITH_ONEDNN
+#include "cpu/executor.h"
+#endif
 #include "kernels/ref/bias_act.h"
 #include "kernels/ref/fully_connected.h"
 #include "kernels/ref/modulated_conv2d.h"
@@ -51,7 +55,7 @@ class CpuBackend final : public Backend {
     }
   }
 
-  std::string name() const override { return "cpu"; }
+  std::string name() const override { return "cpu (reference ops)"; }
   std::unique_ptr<BatchPipe> make_pipe(int batch, PipeOutputs out, int slots) override {
     return make_host_pipe(*this, cfg_, batch, out, slots);
   }
@@ -203,7 +207,14 @@ class CpuBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(const Model& model, Precision precision) {
+std::unique_ptr<Backend> make_cpu_backend(const Model& model, Precision precision, int threads, bool reference) {
+#if SG2_WITH_ONEDNN
+  const char* env = std::getenv("SG2_CPU_REFERENCE");
+  if (!reference && !(env != nullptr && std::string(env) == "1")) return make_onednn_cpu_backend(model, precision, threads);
+#else
+  (void)threads;
+  (void)reference;
+#endif
   return std::make_unique<CpuBackend>(model, precision);
 }
 

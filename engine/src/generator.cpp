@@ -135,6 +135,8 @@ struct Generator::Impl {
   std::unique_ptr<Backend> backend;
   int max_batch = 1;
   std::string dump_dir;
+  std::function<void(double)> progress;
+  double progress_base = 0, progress_span = 1;  // this backend call's share of the synthesize call
 };
 
 Generator::Generator(Model model, GeneratorOptions options) : impl_(std::make_unique<Impl>()) {
@@ -143,7 +145,7 @@ Generator::Generator(Model model, GeneratorOptions options) : impl_(std::make_un
   impl_->options = options;
   impl_->device = options.device ? *options.device : Device::best_available();
   if (impl_->device.kind == Device::Kind::cpu) {
-    impl_->backend = make_cpu_backend(impl_->model, options.precision);
+    impl_->backend = make_cpu_backend(impl_->model, options.precision, options.threads, options.reference_cpu);
   } else {
     impl_->backend = make_cuda_backend(impl_->model, impl_->device.index, options.precision, options.batch_invariant);
   }
@@ -167,6 +169,17 @@ T& live(const std::unique_ptr<T>& impl) {
   return *impl;
 }
 }  // namespace
+
+void Generator::set_progress(std::function<void(double)> callback) {
+  Impl& impl = live(impl_);
+  impl.progress = std::move(callback);
+  if (!impl.progress) {
+    impl.backend->set_progress({});
+    return;
+  }
+  Impl* p = &impl;
+  impl.backend->set_progress([p](double f) { p->progress(p->progress_base + p->progress_span * f); });
+}
 
 const Model& Generator::model() const { return live(impl_).model; }
 const ModelConfig& Generator::config() const { return live(impl_).model.config; }
@@ -239,6 +252,8 @@ Tensor Generator::synthesize(const Tensor& ws, const NoiseSpec& noise) {
     if (noise.mode == NoiseMode::random)
       for (int64_t n = b; n < e; ++n) part.keys.push_back(noise.keys.empty() ? static_cast<uint64_t>(n) : noise.keys[n]);
     if (!noise.maps.empty()) part.maps.assign(noise.maps.begin() + b, noise.maps.begin() + e);
+    impl_->progress_base = double(b) / double(N);
+    impl_->progress_span = double(e - b) / double(N);
     parts.push_back(impl_->backend->synthesize(ws.slice0(b, e), part, b == 0 ? impl_->dump_dir : std::string()));
   }
   if (parts.empty()) return Tensor({0, cfg.img_channels, cfg.img_resolution, cfg.img_resolution});

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -100,6 +101,12 @@ struct GeneratorOptions {
   /// but an image may then differ in its last bits between batch sizes. The CPU backend is
   /// batch-invariant either way.
   bool batch_invariant = true;
+  int threads = 0;                         ///< CPU backend: worker threads; 0 = env SG2_CPU_THREADS,
+                                           ///< else every core this process may use. The output
+                                           ///< does not depend on it (bit for bit).
+  bool reference_cpu = false;              ///< CPU backend: the plain C++ reference ops of
+                                           ///< kernels/ref (the tests' oracle; slow) instead of
+                                           ///< oneDNN; env SG2_CPU_REFERENCE=1 does the same
   std::string dump_dir;                    ///< non-empty (or env SG2_DUMP_DIR): write every layer's
                                            ///< output of the first batch as .npy (mapping_fc{i},
                                            ///< b{res}_x, b{res}_img, as the fixtures' debug files)
@@ -138,6 +145,12 @@ class Generator {
   /// The largest batch the generator runs at once: GeneratorOptions::max_batch, or the
   /// backend's default when that is 0 (calls with more rows are split into such batches).
   int max_batch() const;
+
+  /// Progress of synthesize() / generate(): `callback(fraction)` is called on the calling thread
+  /// with the fraction (0, 1] of that call's synthesis work done, after every layer, by the CPU
+  /// backend (the CUDA backend runs a whole batch as one graph and does not call it). An empty
+  /// function turns it off. Exceptions thrown by the callback propagate out of synthesize().
+  void set_progress(std::function<void(double fraction)> callback);
 
  private:
   friend struct GeneratorAccess;  // engine-internal access to the backend (benchmarks, tests)

@@ -1,0 +1,117 @@
+// sg2 CPU backend: the model prepared for the oneDNN path — every layer's weights in the layout
+// its computation wants (fully connected weights pre-multiplied by their gains, convolution weights
+// in the primitives' layout, Q = sum_k W^2 for the closed-form demodulation, const noise maps
+// pre-multiplied by noise_strength), and how each layer is cut into work units.
+//
+// The cut depends on the layer's shape only (never on the batch or the thread count): a unit is
+// one sample x one band of output rows x one block of output channels, and every unit of a layer
+// runs the same oneDNN primitive on the same shape. So each output value is computed by the same
+// instructions whatever the batch size, the sample's position in it, or the number of threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cpu/onednn.h"
+#include "cpu/thread_pool.h"
+#include "plan.h"
+#include "sg2/model.h"
+
+namespace sg2::cpu {
+
+/// A layer's work units per sample: bands of `band_rows` output rows x blocks of `oc_block`
+/// output channels.
+struct Split {
+  int band_rows = 1, bands = 1;
+  int oc_block = 1, oc_blocks = 1;
+  int units() const { return bands * oc_blocks; }
+};
+
+/// Chooses the split of a layer with `rows` x `cols` output pixels, `cout` output channels and
+/// `macs_per_row` multiply-adds per output row (all channels): bands of at least 256 pixels and,
+/// where one band is still large, blocks of at least 64 channels, aiming at about 2^26
+/// multiply-adds per unit. `even_rows`: band heights stay even (the up-sampling layers).
+Split choose_split(int rows, int cols, int cout, int64_t macs_per_row, bool even_rows);
+
+/// An affine (style) or fully connected layer: y = x @ (W * weight_gain)^T + b * bias_gain.
+struct Dense {
+  int in = 0, out = 0;
+  std::vector<float> weight;  // [out, in], times weight_gain (float32, as the official code)
+  std::vector<float> bias;    // [out], times bias_gain
+};
+
+/// conv0 (up-sampling) or conv1 of a synthesis block.
+struct ConvLayer {
+  const LayerPlan* plan = nullptr;
+  bool up = false;
+  int cin = 0, cout = 0, res = 0;   // output resolution
+  int in_res = 0;                   // input resolution (res / 2 when up)
+  int s_col = 0, d_col = 0;         // this layer's columns in a sample's styles / dcoefs
+  Dense affine;                     // w_dim -> cin
+  std::vector<float> q;             // [cout, cin] sum over taps of weight^2
+  const float* bias = nullptr;      // [cout] (model tensor)
+  std::vector<float> noise_const;   // [res, res] noise_const * noise_strength, or empty
+  int64_t noise_off = -1;           // offset of its maps in a sample's noise buffer (random / given maps)
+  Split split;
+  int in_rows = 0;                  // input rows read per band (padded buffer)...
+  int in_row0 = 0;                  // ...from input row y0 / up + in_row0 (negative: the zero border)
+  int t_row = 0;                    // up: output row y -> band row y - y0 + t_row of the transposed conv
+  std::shared_ptr<ConvBand> band;   // the primitive of one unit
+  std::vector<std::vector<float>> weights;  // per channel block, in the primitive's layout
+  int64_t macs = 0;                 // per sample
+};
+
+struct TorgbLayer {
+  const LayerPlan* plan = nullptr;
+  int cin = 0, out = 0, res = 0;
+  Dense affine;                     // w_dim -> cin
+  float style_gain = 1.0f;
+  const float* weight = nullptr;    // [out, cin] raw (model tensor)
+  const float* bias = nullptr;      // [out]
+  std::optional<float> clamp;
+  int64_t wmod_off = 0;             // its modulated weight [out, cin] in a sample's table
+  int band_rows = 1, bands = 1;
+};
+
+struct SkipLayer {  // resnet: 1x1 conv (weight * weight_gain), up-sample, * act_gain
+  const LayerPlan* plan = nullptr;
+  int cin = 0, cout = 0, res = 0;
+  std::vector<float> weight;        // [cout, cin] times weight_gain
+  int band_rows = 1, bands = 1;     // of the input rows (1x1 conv) and of the output rows (up-sample)
+  int up_band_rows = 1, up_bands = 1;
+};
+
+struct Block {
+  const BlockPlan* plan = nullptr;
+  std::optional<ConvLayer> conv0;
+  ConvLayer conv1;
+  std::optional<TorgbLayer> torgb;
+  std::optional<SkipLayer> skip;
+};
+
+/// Everything the oneDNN path needs, built once per Generator.
+struct CpuModel {
+  const Model* model = nullptr;
+  SynthesisPlan plan;
+  std::vector<Block> blocks;
+  std::vector<Dense> mapping;       // fc0..fcN-1
+  std::optional<Dense> embed;
+  int border = 1;                   // B of every padded activation buffer
+  int fir_pad0 = 1;                 // leading pad of the FIR after the transposed conv
+  std::vector<float> fir_v, fir_h;  // its separable taps (flipped, times 2 each)
+  std::vector<float> up_g;          // upsample2d's 2-D taps (flipped, times 4), [f * f]
+  int64_t s_cols = 0, d_cols = 0, wmod_floats = 0, noise_floats = 0;
+  // per-sample buffer sizes (floats) and per-worker scratch (floats / bytes)
+  int64_t xa_floats = 0, xb_floats = 0, raw_floats = 0, img_floats = 0, skip_r_floats = 0, skip_s_floats = 0;
+  int64_t scratch_floats = 0;
+  size_t scratchpad_bytes = 0;
+  int64_t total_macs = 0;           // per sample, for progress
+
+  /// Prepares `model` (validated); the primitives and weight layouts are made on pool workers.
+  CpuModel(const Model& model, ThreadPool& pool);
+};
+
+}  // namespace sg2::cpu
