@@ -1,9 +1,10 @@
-// Converted checkpoints on the CPU reference vs the official goldens.
+// Converted checkpoints on the CPU backend vs the official goldens.
 //
 // Every case of tests/data/fixtures (official code on CPU, float32; see its README),
 // tests/data/official_extra (resnet, orig, RGBA, gray, cutoff, asymmetric filter) and
 // models/digits32 is converted from its checkpoint with sg2::convert_checkpoint, run with
-// sg2::Generator on the CPU, and compared with every golden its manifest lists:
+// sg2::Generator on the CPU (the default oneDNN path; digits32 also on the reference ops of
+// kernels/ref, the oracle test_cpu_backend.cpp compares the oneDNN path with), and compared with every golden its manifest lists:
 //   ws (mapping with psi and cutoff) within 2e-5, images within 1e-4 (noise const and none),
 //   PNGs at most 1 level apart on at most 0.2 % of the values, debug intermediates within
 //   1e-4 + 1e-5 |ref|, W+ input, style mixing, the TF run_generator noise convention (tfrun_*),
@@ -208,14 +209,16 @@ TEST_P(NvlabsGoldens, ConvertedModelReproducesEveryGolden) {
 INSTANTIATE_TEST_SUITE_P(Cases, NvlabsGoldens, ::testing::ValuesIn(nvlabs_cases()),
                          [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
 
-TEST(Digits32Goldens, ConvertedModelReproducesEveryGolden) {
+namespace {
+
+void check_digits32(const GeneratorOptions& options) {
   const std::string dir = test::source_path("models/digits32") + "/";
   const json m = read_json(dir + "manifest.json");
   Model model = convert_checkpoint(dir + m["model_file"].get<std::string>());
   EXPECT_EQ(model.provenance.source_family, "stylegan3");
   EXPECT_EQ(model.provenance.source_sha256, m["sha256"].get<std::string>());
   EXPECT_EQ(parameter_count(model), m["config"]["params_G_ema"].get<int64_t>());
-  Generator gen(model, cpu());
+  Generator gen(model, options);
   for (const json& g : m["goldens"]) {
     const std::string label = "digits32 " + g["img"].get<std::string>();
     Tensor c = one_hot({g["class_idx"].get<int>()}, model.config.c_dim);
@@ -225,6 +228,17 @@ TEST(Digits32Goldens, ConvertedModelReproducesEveryGolden) {
     EXPECT_TRUE(test::tensors_near(img, read_npy_tensor(dir + g["img"].get<std::string>()), kImgTol, label));
     EXPECT_TRUE(test::images_near(to_image8(img, 0), read_png(dir + g["png"].get<std::string>()), kPngFrac, label + " png"));
   }
+}
+
+}  // namespace
+
+// The default CPU backend (oneDNN) and the reference ops (kernels/ref, the tests' oracle).
+TEST(Digits32Goldens, ConvertedModelReproducesEveryGolden) { check_digits32(cpu()); }
+
+TEST(Digits32Goldens, ReferenceOpsReproduceEveryGolden) {
+  GeneratorOptions o = cpu();
+  o.reference_cpu = true;
+  check_digits32(o);
 }
 
 TEST(RosinalityGoldens, ConvertedModelReproducesEveryCall) {
