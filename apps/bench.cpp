@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "bench_cpu.h"
 #include "bench_reference_json.h"  // generated from apps/bench_reference.json
 #include "cli_util.h"
 #include "commands.h"
@@ -96,19 +97,22 @@ std::string fmt(const char* f, double v) {
 }
 
 int run_bench(int argc, char** argv) {
-  cxxopts::Options opts = cli::make_options("bench", "GPU throughput, latency, memory and accuracy of the generator");
+  cxxopts::Options opts =
+      cli::make_options("bench", "Throughput, latency, memory and accuracy of the generator on a GPU (or the CPU)");
   opts.add_options()
       ("config", "named configuration with seeded random weights: ffhq1024-f, paper512, paper256",
        cxxopts::value<std::string>())
       ("network", "model file or checkpoint instead of --config", cxxopts::value<std::string>())
-      ("batch", "batch sizes, comma separated", cxxopts::value<std::string>()->default_value("1,8,32,128"))
-      ("precision", "auto, fp32, tf32, fp16 (comma separated)",
-       cxxopts::value<std::string>()->default_value("auto,fp16,tf32,fp32"))
-      ("iters", "timed graph replays per batch size", cxxopts::value<int>()->default_value("20"))
-      ("warmup", "untimed replays first", cxxopts::value<int>()->default_value("3"))
-      ("device", "cuda or cuda:N", cxxopts::value<std::string>()->default_value("cuda"))
+      ("batch", "batch sizes, comma separated (default 1,8,32,128; on the CPU 1,8)", cxxopts::value<std::string>())
+      ("precision", "auto, fp32, tf32, fp16 (comma separated; default all four; on the CPU fp32)",
+       cxxopts::value<std::string>())
+      ("iters", "timed runs per batch size (default 20; on the CPU 5)", cxxopts::value<int>())
+      ("warmup", "untimed runs first (default 3; on the CPU 1)", cxxopts::value<int>())
+      ("device", "cuda, cuda:N or cpu", cxxopts::value<std::string>()->default_value("cuda"))
       ("batch-invariance", "on, off or on,off (both, side by side: the cost of batch invariance)",
        cxxopts::value<std::string>()->default_value("on"))
+      ("threads", "CPU threads, comma separated to compare (--device cpu; default: every core)",
+       cxxopts::value<std::string>())
       ("seed", "seed of the random weights and inputs", cxxopts::value<uint64_t>()->default_value("0"))
       ("accuracy", "also PSNR and max|diff| of each precision against sg2's own fp32")
       ("accuracy-only", "only the accuracy table")
@@ -122,12 +126,13 @@ int run_bench(int argc, char** argv) {
   if (args.count("config") == args.count("network"))
     fail(ErrorKind::invalid_argument, "give exactly one of --config NAME or --network FILE");
   const Device device = Device::parse(args["device"].as<std::string>());
-  if (device.kind != Device::Kind::cuda)
-    fail(ErrorKind::invalid_argument, "sg2 bench times the CUDA backend: use --device cuda or cuda:N");
+  const bool on_cpu = device.kind == Device::Kind::cpu;
   std::string why;
-  if (!cuda_available(&why)) fail(ErrorKind::device, "sg2 bench needs a usable GPU: ", why);
-  if (args["iters"].as<int>() < 1) fail(ErrorKind::invalid_argument, "--iters must be >= 1");
-  if (args["warmup"].as<int>() < 0) fail(ErrorKind::invalid_argument, "--warmup must be >= 0");
+  if (!on_cpu && !cuda_available(&why))
+    fail(ErrorKind::device, "sg2 bench needs a usable GPU: ", why, " (--device cpu times the CPU backend)");
+  if (args.count("iters") && args["iters"].as<int>() < 1) fail(ErrorKind::invalid_argument, "--iters must be >= 1");
+  if (args.count("warmup") && args["warmup"].as<int>() < 0) fail(ErrorKind::invalid_argument, "--warmup must be >= 0");
+  if (!on_cpu && args.count("threads")) fail(ErrorKind::invalid_argument, "--threads applies to --device cpu only");
   const bool quiet = args.count("quiet") > 0;
   const uint64_t seed = args["seed"].as<uint64_t>();
   std::string label;
@@ -141,15 +146,19 @@ int run_bench(int argc, char** argv) {
     label = args["network"].as<std::string>();
     model = load_model(label);
   }
+  if (on_cpu) return cli::run_cpu_bench(args, model, label, config_name, kBenchReferenceJson);
   std::vector<Precision> precisions;
-  for (const std::string& p : split(args["precision"].as<std::string>())) precisions.push_back(parse_precision(p));
+  for (const std::string& p : split(args.count("precision") ? args["precision"].as<std::string>() : "auto,fp16,tf32,fp32"))
+    precisions.push_back(parse_precision(p));
   std::vector<bool> invariances;
   for (const std::string& v : split(args["batch-invariance"].as<std::string>())) {
     if (v != "on" && v != "off") fail(ErrorKind::invalid_argument, "--batch-invariance: expected on, off or on,off, got '", v, "'");
     invariances.push_back(v == "on");
   }
-  const std::vector<int> batches = parse_int_list(args["batch"].as<std::string>(), "batch size");
-  const int iters = std::max(1, args["iters"].as<int>()), warmup = std::max(0, args["warmup"].as<int>());
+  const std::vector<int> batches =
+      parse_int_list(args.count("batch") ? args["batch"].as<std::string>() : "1,8,32,128", "batch size");
+  const int iters = args.count("iters") ? args["iters"].as<int>() : 20;
+  const int warmup = args.count("warmup") ? args["warmup"].as<int>() : 3;
   const bool as_json = args.count("json") > 0, verbose = args.count("verbose") > 0;
   const bool accuracy_only = args.count("accuracy-only") > 0;
   const bool accuracy = accuracy_only || args.count("accuracy") > 0;
@@ -319,4 +328,5 @@ int run_bench(int argc, char** argv) {
 
 }  // namespace
 
-SG2_COMMAND(bench, 70, "GPU throughput, latency, memory and accuracy (sg2 bench --config ffhq1024-f)", run_bench);
+SG2_COMMAND(bench, 70, "throughput, latency, memory and accuracy (sg2 bench --config ffhq1024-f [--device cpu])",
+            run_bench);

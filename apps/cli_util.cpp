@@ -150,7 +150,9 @@ void add_model_options(cxxopts::Options& opts, bool with_batch) {
                     "(tf32/fp16: CUDA only)", cxxopts::value<std::string>()->default_value("auto"), "P")
       ("batch-invariance", "on (default): an image's bits never depend on the batch it ran in; off (CUDA): "
                            "cuDNN for tf32/fp16 convolutions, faster, last bits may change with --batch",
-       cxxopts::value<std::string>()->default_value("on"), "on|off");
+       cxxopts::value<std::string>()->default_value("on"), "on|off")
+      ("threads", "threads computing on --device cpu (default: every core, or env SG2_CPU_THREADS); the images "
+                  "are the same bit for bit with any number", cxxopts::value<std::string>(), "N");
   if (with_batch)
     opts.add_options("model")("batch", "images per generator call (default: the backend's choice)",
                               cxxopts::value<std::string>(), "N");
@@ -165,6 +167,7 @@ GeneratorOptions generator_options(const cxxopts::ParseResult& args) {
     fail(ErrorKind::invalid_argument, "--batch-invariance: expected on or off, got '", inv, "'");
   o.batch_invariant = inv == "on";
   if (has(args, "batch")) o.max_batch = static_cast<int>(parse_int("batch", get(args, "batch"), 1, 1 << 20));
+  if (has(args, "threads")) o.threads = static_cast<int>(parse_int("threads", get(args, "threads"), 1, 1024));
   return o;
 }
 
@@ -490,10 +493,29 @@ double Progress::elapsed_s() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
-void Progress::set(int64_t done) { advance(done - done_); }
+void Progress::set(int64_t done) {
+  std::lock_guard<std::mutex> lock(mu_);
+  done_ = done;
+  std::fill(partials_.begin(), partials_.end(), 0.0);
+  tick();
+}
 
 void Progress::advance(int64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
   done_ += n;
+  std::fill(partials_.begin(), partials_.end(), 0.0);
+  tick();
+}
+
+void Progress::partial(int slot, double images) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (slot < 0) return;
+  if (partials_.size() <= size_t(slot)) partials_.resize(size_t(slot) + 1, 0.0);
+  partials_[size_t(slot)] = std::max(0.0, images);
+  tick();
+}
+
+void Progress::tick() {
   if (quiet_ || finished_) return;
   const auto now = std::chrono::steady_clock::now();
   const double since_start = std::chrono::duration<double>(now - start_).count();
@@ -508,12 +530,18 @@ void Progress::advance(int64_t n) {
 void Progress::draw(bool final_draw) {
   last_draw_ = std::chrono::steady_clock::now();
   const double t = elapsed_s();
-  const double frac = total_ > 0 ? double(done_) / double(total_) : 1.0;
-  const double rate = t > 0 ? double(done_) / t : 0.0;
+  double partial = 0;
+  for (double p : partials_) partial += p;
+  const double work = std::min(double(done_) + partial, double(total_));  // images, with the running batches' part
+  const double frac = total_ > 0 ? work / double(total_) : 1.0;
+  const double rate = t > 0 ? work / t : 0.0;
   char tail[128];
-  if (done_ > 0 && done_ < total_) {
-    std::snprintf(tail, sizeof tail, " %lld/%lld  %.1f/s  %.0fs left", static_cast<long long>(done_),
-                  static_cast<long long>(total_), rate, double(total_ - done_) / std::max(rate, 1e-9));
+  if (work > 0 && done_ < total_) {
+    char pct[16] = "";
+    if (partial > 0) std::snprintf(pct, sizeof pct, " (%.0f%%)", 100.0 * frac);
+    std::snprintf(tail, sizeof tail, rate < 10 ? " %lld/%lld%s  %.2f/s  %.0fs left" : " %lld/%lld%s  %.1f/s  %.0fs left",
+                  static_cast<long long>(done_), static_cast<long long>(total_), pct, rate,
+                  (double(total_) - work) / std::max(rate, 1e-9));
   } else {
     std::snprintf(tail, sizeof tail, " %lld/%lld  %.1f/s  %.1fs", static_cast<long long>(done_),
                   static_cast<long long>(total_), rate, t);
@@ -533,6 +561,7 @@ void Progress::draw(bool final_draw) {
 }
 
 void Progress::finish() {
+  std::lock_guard<std::mutex> lock(mu_);
   if (finished_) return;
   finished_ = true;
   if (quiet_ || !drawn_) return;

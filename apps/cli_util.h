@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <new>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,11 +68,11 @@ void check_grid_size(const GridShape& g);
 // --- model, device, batch ------------------------------------------------------------------
 
 /// Adds --network (model file or checkpoint; default: the bundled digits32 model), --device
-/// (cpu|cuda|cuda:N; default: CUDA when available), --precision (auto|fp32|tf32|fp16) and, when
-/// with_batch, --batch N.
+/// (cpu|cuda|cuda:N; default: CUDA when available), --precision (auto|fp32|tf32|fp16), --threads N
+/// (CPU threads) and, when with_batch, --batch N.
 void add_model_options(cxxopts::Options& opts, bool with_batch = true);
 
-/// The GeneratorOptions those options ask for (device, precision, max_batch).
+/// The GeneratorOptions those options ask for (device, precision, max_batch, threads).
 GeneratorOptions generator_options(const cxxopts::ParseResult& args);
 
 /// The path --network names, or the bundled model's path (default_model_path(): throws with
@@ -201,14 +202,21 @@ class Progress {
   void advance(int64_t n = 1);
   /// Sets the number done (for work finished on other threads; call from one thread).
   void set(int64_t done);
+  /// Work done inside the batches running now, in images (fractions allowed), by generator
+  /// `slot`, so that the bar moves while one long batch runs (Generator::set_progress reports per
+  /// layer, from the generator's thread). Thread-safe, like every other method.
+  void partial(int slot, double images);
   /// Clears the bar (terminal) so that later messages start on a clean line.
   void finish();
   double elapsed_s() const;
 
  private:
-  void draw(bool final_draw);
+  void draw(bool final_draw);  // with mu_ held
+  void tick();                 // with mu_ held
+  std::mutex mu_;
   std::string label_;
   int64_t total_, done_ = 0;
+  std::vector<double> partials_;  // per generator: images of its running batch done
   bool quiet_, tty_, drawn_ = false, finished_ = false;
   std::chrono::steady_clock::time_point start_, last_draw_;
 };

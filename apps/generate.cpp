@@ -194,6 +194,12 @@ int run_generate(int argc, char** argv) {
 
   // --- the pipeline: generators -> sink (this thread) -> encoder pool -------------------------
   Progress progress("sg2 generate", total, quiet);
+  // per-layer progress inside the batches running now (the CPU backend reports it, from the
+  // generator's thread): a batch holds at most max_batch() images
+  for (size_t i = 0; i < gens.size(); ++i) {
+    const double batch = double(std::min<int64_t>(gens[i].max_batch(), total));
+    gens[i].set_progress([&progress, i, batch](double f) { progress.partial(static_cast<int>(i), f * batch); });
+  }
   std::atomic<int64_t> written{0}, files{0};
   const int R = cfg.img_resolution, C = cfg.img_channels;
   {
@@ -239,6 +245,7 @@ int run_generate(int argc, char** argv) {
       throw out.failure(e);
     }
   }
+  for (Generator& g : gens) g.set_progress({});
   progress.set(written.load());
   progress.finish();
   out.commit();

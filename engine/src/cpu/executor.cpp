@@ -2,9 +2,13 @@
 #include "cpu/executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <map>
 #include <new>
 
 #include "cpu/layers.h"
@@ -103,6 +107,20 @@ class OnednnCpuBackend final : public Backend {
     return make_host_pipe(*this, cfg_, batch, out, slots);
   }
 
+  ~OnednnCpuBackend() override {
+    if (profile_.empty()) return;
+    std::fprintf(stderr,
+                 "sg2 cpu profile (SG2_CPU_PROFILE): %d threads; per phase over all calls: wall ms, CPU ms of all "
+                 "threads, share of the CPU time, GFLOP per CPU second\n",
+                 pool_.size());
+    double total = 0;
+    for (const auto& p : profile_) total += p.second.cpu;
+    for (const auto& p : profile_)
+      std::fprintf(stderr, "  %-22s %9.1f %9.1f %5.1f%% %7.1f\n", p.first.c_str(), 1e3 * p.second.seconds,
+                   1e3 * p.second.cpu, 100.0 * p.second.cpu / std::max(total, 1e-12),
+                   p.second.macs > 0 ? 2e-9 * double(p.second.macs) / std::max(p.second.cpu, 1e-12) : 0.0);
+  }
+
   Tensor map(const Tensor& z, const Tensor& c, const Truncation& trunc, const std::string& dump_dir) override;
   Tensor synthesize(const Tensor& ws, const NoiseSpec& noise, const std::string& dump_dir) override;
 
@@ -131,6 +149,31 @@ class OnednnCpuBackend final : public Backend {
   Buffers buf_;
   int64_t per_sample_bytes_ = 0;
   std::function<void(double)> progress_;
+  struct PhaseTime {
+    double seconds = 0, cpu = 0;
+    int64_t macs = 0;
+  };
+  static double process_cpu() {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+  }
+  double phase_cpu_ = 0;
+  std::map<std::string, PhaseTime> profile_;  // env SG2_CPU_PROFILE=1: per-phase wall time, printed at the end
+  const bool profiling_ = std::getenv("SG2_CPU_PROFILE") != nullptr;
+  std::chrono::steady_clock::time_point phase_start_;
+  void phase_begin() {
+    if (!profiling_) return;
+    phase_start_ = std::chrono::steady_clock::now();
+    phase_cpu_ = process_cpu();
+  }
+  void phase_end(const std::string& name, int64_t macs) {
+    if (!profiling_) return;
+    PhaseTime& p = profile_[name];
+    p.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - phase_start_).count();
+    p.cpu += process_cpu() - phase_cpu_;
+    p.macs += macs * batch_;
+  }
   int batch_ = 0;  // samples of the synthesize call in progress
   int64_t done_macs_ = 0, batch_macs_ = 1;
 };
@@ -228,6 +271,7 @@ Tensor OnednnCpuBackend::map(const Tensor& z, const Tensor& c, const Truncation&
 }
 
 void OnednnCpuBackend::styles_phase(const Tensor& ws) {
+  phase_begin();
   const int R = cfg_.num_ws, D = cfg_.w_dim;
   const int64_t sc = round16(m_.s_cols), dc = round16(m_.d_cols), wc = round16(m_.wmod_floats);
   pool_.run(batch_, [&](int64_t n, int) {
@@ -259,6 +303,7 @@ void OnednnCpuBackend::styles_phase(const Tensor& ws) {
       }
     }
   });
+  phase_end("styles + dcoefs", 0);
 }
 
 void OnednnCpuBackend::noise_phase(const NoiseSpec& noise) {
@@ -270,6 +315,7 @@ void OnednnCpuBackend::noise_phase(const NoiseSpec& noise) {
     if (b.conv1.noise_off >= 0) layers.push_back(&b.conv1);
   }
   const int64_t L = static_cast<int64_t>(layers.size());
+  phase_begin();
   pool_.run(batch_ * L, [&](int64_t u, int) {
     const int64_t n = u / L;
     const ConvLayer& c = *layers[size_t(u % L)];
@@ -286,6 +332,7 @@ void OnednnCpuBackend::noise_phase(const NoiseSpec& noise) {
     float* dst = buf_.noise.data() + n * buf_.noise_n + c.noise_off;
     for (int64_t i = 0; i < int64_t(c.res) * c.res; ++i) dst[i] = (*mp)[i] * strength;
   });
+  phase_end("noise maps", 0);
 }
 
 const float* OnednnCpuBackend::noise_of(const ConvLayer& c, const NoiseSpec& noise, int64_t n) const {
@@ -295,12 +342,12 @@ const float* OnednnCpuBackend::noise_of(const ConvLayer& c, const NoiseSpec& noi
 }
 
 void OnednnCpuBackend::conv_phase(const Block& b, const ConvLayer& c, const Block* next, const NoiseSpec& noise) {
-  const int B = m_.border, r = c.res, f = m_.plan.filter_size;
+  const int B = m_.border, r = c.res;
   const cpu::Split& sp = c.split;
   const int cb = sp.oc_block;
   const int64_t sc = round16(m_.s_cols), dc = round16(m_.d_cols);
-  const int wp_in = c.in_res + 2 * B;
   float* in_buf = c.up ? buf_.xa.data() : buf_.xb.data();
+  phase_begin();
   const int64_t in_n = c.up ? buf_.xa_n : buf_.xb_n;
   pool_.run(int64_t(batch_) * sp.units(), [&](int64_t u, int w) {
     const int64_t n = u / sp.units();
@@ -334,22 +381,37 @@ void OnednnCpuBackend::conv_phase(const Block& b, const ConvLayer& c, const Bloc
     }
     float* scratch = scratch_[size_t(w)].data();
     void* pad = pads_[size_t(w)].data();
-    const float* wk = c.weights[size_t(k)].data();
+    const int wp_in = c.in_res + 2 * B;
     if (c.up) {
-      const float* in = in_buf + n * in_n + int64_t(y0 / 2 + c.in_row0 + B) * wp_in * c.cin;
-      float* t = scratch;
-      const int t_cols = c.band->out_cols();
-      float* tmp = t + int64_t(c.band->out_rows()) * t_cols * cb;
-      float* urow = tmp + int64_t(r + f - 1) * cb;
-      c.band->run(in, wk, t, pad);
+      // the four phases of the transposed conv, then the band of its output the FIR reads
+      const int y0h = y0 / 2, t_lo = y0 - m_.fir_pad0, pad0 = m_.fir_pad0;
+      float* t = scratch + c.t_off;
+      for (const cpu::ConvPart& p : c.parts) {
+        float* out = scratch + p.scratch_off;
+        p.band->run(in_buf + n * in_n + int64_t(y0h + p.in_row0) * wp_in * c.cin, p.weights[size_t(k)].data(), out, pad);
+        const int orows = p.band->out_rows(), ocols = p.band->out_cols();
+        for (int rr = 0; rr < orows; ++rr) {
+          const int rho = 2 * (y0h + p.i0 + rr) + p.a - t_lo;
+          if (rho < 0 || rho >= c.t_rows) continue;
+          float* trow = t + int64_t(rho) * c.t_cols * cb;
+          const float* orow = out + int64_t(rr) * ocols * cb;
+          for (int cc = 0; cc < ocols; ++cc) {
+            const int kappa = 2 * (cc + p.j0) + p.b + pad0;
+            if (kappa < 0 || kappa >= c.t_cols) continue;
+            std::memcpy(trow + int64_t(kappa) * cb, orow + int64_t(cc) * cb, sizeof(float) * size_t(cb));
+          }
+        }
+      }
+      float* tmp = scratch + c.tmp_off;
+      float* urow = scratch + c.u_off;
       for (int y = y0; y < y1; ++y) {
-        cpu::fir_row(t, t_cols, cb, c.t_row, 2 * B, m_.fir_v, m_.fir_h, m_.fir_pad0, y - y0, r, tmp, urow);
+        cpu::fir_row(t, c.t_cols, cb, pad0, pad0, m_.fir_v, m_.fir_h, pad0, y - y0, r, tmp, urow);
         cpu::epilogue_row(e, y, urow, cb);
       }
     } else {
-      const float* in = in_buf + n * in_n + int64_t(y0 + c.in_row0 + B) * wp_in * c.cin;
-      c.band->run(in, wk, scratch, pad);
-      const int oc = c.band->out_cols();
+      const cpu::ConvPart& p = c.parts[0];
+      p.band->run(in_buf + n * in_n + int64_t(y0 + p.in_row0) * wp_in * c.cin, p.weights[size_t(k)].data(), scratch, pad);
+      const int oc = p.band->out_cols();
       for (int y = y0; y < y1; ++y) cpu::epilogue_row(e, y, scratch + (int64_t(y - y0) * oc + (B - 1)) * cb, cb);
     }
     if (zero_target) {
@@ -358,12 +420,14 @@ void OnednnCpuBackend::conv_phase(const Block& b, const ConvLayer& c, const Bloc
       if (band == sp.bands - 1) cpu::zero_border_rows(zero_target, r, r, B, c.cout, e.c0, cb, r, r + B);
     }
   });
+  phase_end(c.plan->name.substr(10), c.macs);  // "b64.conv1"
   report(c.macs);
 }
 
 void OnednnCpuBackend::skip_phase(const Block& b) {
   const cpu::SkipLayer& s = *b.skip;
   const int h = s.res / 2, r = s.res, f = m_.plan.filter_size;
+  phase_begin();
   pool_.run(int64_t(batch_) * s.bands, [&](int64_t u, int) {
     const int64_t n = u / s.bands;
     const int y0 = static_cast<int>(u % s.bands) * s.band_rows;
@@ -380,6 +444,7 @@ void OnednnCpuBackend::skip_phase(const Block& b) {
     if (g != 1.0f)
       for (int64_t i = int64_t(y0) * r * s.cout; i < int64_t(y1) * r * s.cout; ++i) out[i] = out[i] * g;
   });
+  phase_end(s.plan->name.substr(10), int64_t(h) * h * s.cin * s.cout);
   report(int64_t(h) * h * s.cin * s.cout);
 }
 
@@ -387,6 +452,7 @@ void OnednnCpuBackend::torgb_phase(const Block& b, int src_img, int dst_img) {
   const cpu::TorgbLayer& t = *b.torgb;
   const int r = t.res, h = r / 2, f = m_.plan.filter_size, O = t.out;
   const int64_t wc = round16(m_.wmod_floats);
+  phase_begin();
   pool_.run(int64_t(batch_) * t.bands, [&](int64_t u, int w) {
     const int64_t n = u / t.bands;
     const int y0 = static_cast<int>(u % t.bands) * t.band_rows, y1 = y0 + t.band_rows;
@@ -411,6 +477,7 @@ void OnednnCpuBackend::torgb_phase(const Block& b, int src_img, int dst_img) {
       }
     }
   });
+  phase_end(t.plan->name.substr(10), int64_t(r) * r * t.cin * t.out);
   report(int64_t(r) * r * t.cin * t.out);
 }
 

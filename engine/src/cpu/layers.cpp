@@ -12,6 +12,7 @@ namespace {
 
 constexpr int64_t kUnitMacs = int64_t(1) << 26;  // about 1 ms of one core's convolution work
 constexpr int kMinBandPixels = 256;
+constexpr int kMinUpBandRows = 32;  // conv0: each band recomputes the f - 1 rows its FIR reads beyond it
 constexpr int kMinChannelBlock = 64;
 
 int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
@@ -35,7 +36,7 @@ int band_rows_for(int rows, int cols, int64_t macs_per_row, bool even_rows, int6
   int br = rows;
   while (br % 2 == 0 && int64_t(br) * macs_per_row > target) {
     const int nb = br / 2;
-    if (int64_t(nb) * cols < kMinBandPixels || (even_rows && nb % 2 != 0)) break;
+    if (int64_t(nb) * cols < kMinBandPixels || (even_rows && (nb % 2 != 0 || nb < kMinUpBandRows))) break;
     br = nb;
   }
   return br;
@@ -60,7 +61,13 @@ CpuModel::CpuModel(const Model& m, ThreadPool& pool) : model(&m) {
   plan = make_synthesis_plan(cfg);
   const int f = plan.filter_size;
   fir_pad0 = (f + 1) / 2 - 1;  // conv2d_resample, up 2, 3x3 kernel, padding 1
-  border = std::max({1, -floor_div(-fir_pad0 - 1, 2), ceil_div(f - 3 - fir_pad0, 2) + 1});
+  // conv0's phase a reads input rows i - off(a) .. i - off(a) + kh(a) - 1 for its output rows i;
+  // the zero border must hold the rows (and columns) the first and last bands reach outside.
+  auto off_of = [](int a) { return a == 0 ? 1 : 0; };
+  auto k_of = [](int a) { return a == 0 ? 2 : 1; };
+  border = 1;
+  for (int a = 0; a < 2; ++a)
+    border = std::max({border, off_of(a) - ceil_div(-fir_pad0 - a, 2), floor_div(f - 2 - fir_pad0 - a, 2) - off_of(a) + k_of(a)});
   const int B = border;
   for (int i = 0; i < f; ++i) {
     fir_v.push_back(plan.filter1d[size_t(f - 1 - i)] * 2.0f);
@@ -121,28 +128,43 @@ CpuModel::CpuModel(const Model& m, ThreadPool& pool) : model(&m) {
       noise_floats += int64_t(c.res) * c.res;
     }
     const int64_t res2 = int64_t(c.res) * c.res;
+    const int wp = c.in_res + 2 * B;
     if (c.up) {
       const int h = c.in_res;
       c.macs = int64_t(c.cout) * c.cin * 9 * h * h;
       c.split = choose_split(c.res, c.res, c.cout, c.macs / c.res, true);
-      const int br = c.split.band_rows;
-      const int i_lo = floor_div(-fir_pad0 - 1, 2), i_hi = ceil_div(br + f - 3 - fir_pad0, 2);
-      c.in_rows = i_hi - i_lo + 1;
-      c.in_row0 = i_lo;
-      c.t_row = -2 * i_lo;
-      const int t_rows = 2 * c.in_rows + 1, t_cols = 2 * (h + 2 * B) + 1;
-      scratch_floats = std::max(scratch_floats, int64_t(t_rows) * t_cols * c.split.oc_block +
-                                                    int64_t(c.res + f - 1) * c.split.oc_block +
-                                                    int64_t(c.res) * c.split.oc_block);
-      xa_floats = std::max(xa_floats, int64_t(h + 2 * B) * (h + 2 * B) * c.cin);
+      const int br = c.split.band_rows, cb = c.split.oc_block;
+      int64_t off = 0;
+      for (int a = 0; a < 2; ++a)
+        for (int b2 = 0; b2 < 2; ++b2) {
+          ConvPart p;
+          p.a = a;
+          p.b = b2;
+          p.kh = k_of(a);
+          p.kw = k_of(b2);
+          p.i0 = ceil_div(-fir_pad0 - a, 2);
+          const int count = floor_div(br + f - 2 - fir_pad0 - a, 2) - p.i0 + 1;
+          p.in_row0 = p.i0 - off_of(a) + B;
+          p.j0 = off_of(b2) - B;
+          p.scratch_off = off;
+          off += int64_t(count) * (wp - p.kw + 1) * cb;
+          c.parts.push_back(std::move(p));
+        }
+      c.t_rows = br + f - 1;
+      c.t_cols = c.res + f - 1;
+      c.t_off = off;
+      c.tmp_off = c.t_off + int64_t(c.t_rows) * c.t_cols * cb;
+      c.u_off = c.tmp_off + int64_t(c.res + f - 1) * cb;
+      scratch_floats = std::max(scratch_floats, c.u_off + int64_t(c.res) * cb);
+      xa_floats = std::max(xa_floats, int64_t(wp) * wp * c.cin);
     } else {
       c.macs = int64_t(c.cout) * c.cin * 9 * res2;
       c.split = choose_split(c.res, c.res, c.cout, c.macs / c.res, false);
-      c.in_rows = c.split.band_rows + 2;
-      c.in_row0 = -1;
-      scratch_floats =
-          std::max(scratch_floats, int64_t(c.split.band_rows) * (c.res + 2 * B - 2) * c.split.oc_block);
-      xb_floats = std::max(xb_floats, int64_t(c.res + 2 * B) * (c.res + 2 * B) * c.cin);
+      ConvPart p;
+      p.in_row0 = -1 + B;
+      c.parts.push_back(std::move(p));
+      scratch_floats = std::max(scratch_floats, int64_t(c.split.band_rows) * (wp - 2) * c.split.oc_block);
+      xb_floats = std::max(xb_floats, int64_t(wp) * wp * c.cin);
     }
     total_macs += c.macs;
     return c;
@@ -206,13 +228,28 @@ CpuModel::CpuModel(const Model& m, ThreadPool& pool) : model(&m) {
   std::vector<size_t> pad_bytes(convs.size());
   pool.run(static_cast<int64_t>(convs.size()), [&](int64_t i, int) {
     ConvLayer& c = *convs[size_t(i)];
-    const int wp = c.in_res + 2 * B;
-    c.band = std::make_shared<ConvBand>(c.up ? ConvBand::Kind::transposed : ConvBand::Kind::forward, c.in_rows, wp,
-                                        c.cin, c.split.oc_block, 3);
+    const int wp = c.in_res + 2 * B, cb = c.split.oc_block, br = c.split.band_rows;
     const float* w = m.at(c.plan->name + ".weight").data();
-    for (int k = 0; k < c.split.oc_blocks; ++k)
-      c.weights.push_back(c.band->prepare_weights(w + int64_t(k) * c.split.oc_block * c.cin * 9));
-    pad_bytes[size_t(i)] = c.band->scratchpad_bytes();
+    for (ConvPart& p : c.parts) {
+      int rows_in = br + 2;  // conv1: the band and a row above and below
+      if (c.up) rows_in = floor_div(br + f - 2 - fir_pad0 - p.a, 2) - p.i0 + 1 + p.kh - 1;
+      p.band = std::make_shared<ConvBand>(rows_in, wp, c.cin, cb, p.kh, p.kw);
+      std::vector<float> taps(size_t(cb) * c.cin * p.kh * p.kw);
+      for (int k = 0; k < c.split.oc_blocks; ++k) {
+        // conv1: the 3x3 weight as it is; conv0 phase (a, b): taps ky = 2 - 2 dy (a = 0) or 1,
+        // kx likewise (the transposed convolution's flip)
+        for (int o = 0; o < cb; ++o)
+          for (int ci = 0; ci < c.cin; ++ci)
+            for (int dy = 0; dy < p.kh; ++dy)
+              for (int dx = 0; dx < p.kw; ++dx) {
+                const int ky = !c.up ? dy : p.a == 0 ? 2 - 2 * dy : 1, kx = !c.up ? dx : p.b == 0 ? 2 - 2 * dx : 1;
+                taps[((size_t(o) * c.cin + ci) * p.kh + dy) * p.kw + dx] =
+                    w[((int64_t(k) * cb + o) * c.cin + ci) * 9 + ky * 3 + kx];
+              }
+        p.weights.push_back(p.band->prepare_weights(taps.data()));
+      }
+      pad_bytes[size_t(i)] = std::max(pad_bytes[size_t(i)], p.band->scratchpad_bytes());
+    }
   });
   for (size_t b : pad_bytes) scratchpad_bytes = std::max(scratchpad_bytes, b);
 }

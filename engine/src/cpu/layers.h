@@ -43,6 +43,21 @@ struct Dense {
   std::vector<float> bias;    // [out], times bias_gain
 };
 
+/// One oneDNN convolution of a layer's work unit: conv1 has one (3x3); conv0 has four, the
+/// sub-pixel phases of its stride-2 transposed convolution: output rows 2i + a and columns 2j + b
+/// take the taps ky = a (mod 2), kx = b (mod 2), i.e. forward convolutions with 2x2, 2x1, 1x2 and 1x1
+/// kernels gathered from the 3x3 weight (oneDNN runs these faster than its transposed convolution).
+struct ConvPart {
+  std::shared_ptr<ConvBand> band;
+  std::vector<std::vector<float>> weights;  // per channel block, in the primitive's layout
+  int in_row0 = 0;          // first row of the padded input it reads: y0 / (up ? 2 : 1) + in_row0
+  int a = 0, b = 0;         // conv0: its phase
+  int i0 = 0;               // conv0: output row r <-> i = y0 / 2 + i0 + r
+  int j0 = 0;               // conv0: output column c <-> j = c + j0
+  int kh = 3, kw = 3;
+  int64_t scratch_off = 0;  // its output in the worker's scratch (floats)
+};
+
 /// conv0 (up-sampling) or conv1 of a synthesis block.
 struct ConvLayer {
   const LayerPlan* plan = nullptr;
@@ -56,11 +71,11 @@ struct ConvLayer {
   std::vector<float> noise_const;   // [res, res] noise_const * noise_strength, or empty
   int64_t noise_off = -1;           // offset of its maps in a sample's noise buffer (random / given maps)
   Split split;
-  int in_rows = 0;                  // input rows read per band (padded buffer)...
-  int in_row0 = 0;                  // ...from input row y0 / up + in_row0 (negative: the zero border)
-  int t_row = 0;                    // up: output row y -> band row y - y0 + t_row of the transposed conv
-  std::shared_ptr<ConvBand> band;   // the primitive of one unit
-  std::vector<std::vector<float>> weights;  // per channel block, in the primitive's layout
+  std::vector<ConvPart> parts;
+  // conv0: the band of the transposed-conv output the FIR reads, rows [y0 - pad0, y1 + f - 1 - pad0)
+  // and columns [-pad0, res + f - 1 - pad0), assembled from the phases; then the FIR's row buffers
+  int t_rows = 0, t_cols = 0;
+  int64_t t_off = 0, tmp_off = 0, u_off = 0;
   int64_t macs = 0;                 // per sample
 };
 
@@ -99,7 +114,7 @@ struct CpuModel {
   std::vector<Block> blocks;
   std::vector<Dense> mapping;       // fc0..fcN-1
   std::optional<Dense> embed;
-  int border = 1;                   // B of every padded activation buffer
+  int border = 1;                   // B of every padded activation buffer (enough for every conv0 phase window)
   int fir_pad0 = 1;                 // leading pad of the FIR after the transposed conv
   std::vector<float> fir_v, fir_h;  // its separable taps (flipped, times 2 each)
   std::vector<float> up_g;          // upsample2d's 2-D taps (flipped, times 4), [f * f]

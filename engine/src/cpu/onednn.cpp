@@ -75,52 +75,35 @@ struct ConvBand::Impl {
   dnnl::memory::dims wei_dims;
 };
 
-ConvBand::ConvBand(Kind kind, int in_rows, int in_cols, int cin, int cout, int k) : impl_(std::make_unique<Impl>()) {
+ConvBand::ConvBand(int in_rows, int in_cols, int cin, int cout, int kh, int kw) : impl_(std::make_unique<Impl>()) {
   using dnnl::memory;
-  const bool tr = kind == Kind::transposed;
-  out_rows_ = tr ? 2 * in_rows + k - 2 : in_rows - k + 1;
-  out_cols_ = tr ? 2 * in_cols + k - 2 : in_cols - k + 1;
-  if (in_rows < 1 || in_cols < 1 || cin < 1 || cout < 1 || k < 1 || out_rows_ < 1 || out_cols_ < 1)
-    fail(ErrorKind::internal, "convolution band of bad shape ", in_rows, "x", in_cols, "x", cin, " -> ", cout, " k ", k);
+  out_rows_ = in_rows - kh + 1;
+  out_cols_ = in_cols - kw + 1;
+  if (in_rows < 1 || in_cols < 1 || cin < 1 || cout < 1 || kh < 1 || kw < 1 || out_rows_ < 1 || out_cols_ < 1)
+    fail(ErrorKind::internal, "convolution band of bad shape ", in_rows, "x", in_cols, "x", cin, " -> ", cout, " kernel ",
+         kh, "x", kw);
   Impl& m = *impl_;
-  m.wei_dims = {cout, cin, k, k};
+  m.wei_dims = {cout, cin, kh, kw};
   m.src = memory::desc({1, cin, in_rows, in_cols}, memory::data_type::f32, memory::format_tag::nhwc);
   m.dst = memory::desc({1, cout, out_rows_, out_cols_}, memory::data_type::f32, memory::format_tag::nhwc);
   const memory::desc wany(m.wei_dims, memory::data_type::f32, memory::format_tag::any);
-  const memory::dims stride = tr ? memory::dims{2, 2} : memory::dims{1, 1}, pad{0, 0};
+  const memory::dims stride{1, 1}, pad{0, 0};
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   try {
-    const auto& eng = cpu_engine();
-    if (tr) {
 #if DNNL_VERSION_MAJOR >= 3
-      dnnl::deconvolution_forward::primitive_desc pd(eng, dnnl::prop_kind::forward_inference,
-                                                     dnnl::algorithm::deconvolution_direct, m.src, wany, m.dst, stride,
-                                                     pad, pad, attr);
+    dnnl::convolution_forward::primitive_desc pd(cpu_engine(), dnnl::prop_kind::forward_inference,
+                                                 dnnl::algorithm::convolution_direct, m.src, wany, m.dst, stride, pad,
+                                                 pad, attr);
 #else
-      dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
-                                          m.src, wany, m.dst, stride, pad, pad);
-      dnnl::deconvolution_forward::primitive_desc pd(d, attr, eng);
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, m.src,
+                                      wany, m.dst, stride, pad, pad);
+    dnnl::convolution_forward::primitive_desc pd(d, attr, cpu_engine());
 #endif
-      m.wei = pd.weights_desc();
-      m.scratch = pd.scratchpad_desc();
-      m.impl_name = pd.impl_info_str();
-      m.prim = dnnl::deconvolution_forward(pd);
-    } else {
-#if DNNL_VERSION_MAJOR >= 3
-      dnnl::convolution_forward::primitive_desc pd(eng, dnnl::prop_kind::forward_inference,
-                                                   dnnl::algorithm::convolution_direct, m.src, wany, m.dst, stride, pad,
-                                                   pad, attr);
-#else
-      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, m.src,
-                                        wany, m.dst, stride, pad, pad);
-      dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
-#endif
-      m.wei = pd.weights_desc();
-      m.scratch = pd.scratchpad_desc();
-      m.impl_name = pd.impl_info_str();
-      m.prim = dnnl::convolution_forward(pd);
-    }
+    m.wei = pd.weights_desc();
+    m.scratch = pd.scratchpad_desc();
+    m.impl_name = pd.impl_info_str();
+    m.prim = dnnl::convolution_forward(pd);
   } catch (const dnnl::error& e) {
     onednn_fail("convolution setup", e);
   }

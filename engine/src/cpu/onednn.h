@@ -1,6 +1,6 @@
 // sg2 CPU backend: the parts of oneDNN (Debian's libdnnl) that sg2 uses, behind a small interface
-// so that no other file includes its headers: direct 3x3 convolutions and stride-2 transposed
-// convolutions on float32 NHWC bands of one sample, and sgemm for the fully connected layers.
+// so that no other file includes its headers: direct convolutions (stride 1, no padding) on
+// float32 NHWC bands of one sample, and sgemm for the fully connected layers.
 //
 // Every call runs single-threaded on the calling thread: the backend's own pool supplies the
 // parallelism, one unit per call, so the arithmetic of a call never depends on the thread count.
@@ -27,21 +27,17 @@ std::string onednn_description();
 void sgemm(bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
            float* C, int64_t ldc);
 
-/// One convolution over a band of rows of one sample, without padding (the input carries its
-/// zero border), float32 NHWC, weights in the primitive's own layout (prepare_weights()).
-///   forward:    in [in_rows, in_cols, cin] -> out [in_rows - k + 1, in_cols - k + 1, cout]
-///               out[y, x, o] = sum_{c, ky, kx} in[y + ky, x + kx, c] * w[o, c, ky, kx]
-///               (correlation, as torch conv2d)
-///   transposed: in [in_rows, in_cols, cin] -> out [2 in_rows + k - 2, 2 in_cols + k - 2, cout]
-///               out[2 i + ky, 2 j + kx, o] += in[i, j, c] * w[o, c, ky, kx]   (stride 2)
+/// One convolution over a band of rows of one sample, stride 1, without padding (the input carries
+/// its zero border), float32 NHWC, weights in the primitive's own layout (prepare_weights()):
+///   in [in_rows, in_cols, cin] -> out [in_rows - kh + 1, in_cols - kw + 1, cout],
+///   out[y, x, o] = sum_{c, ky, kx} in[y + ky, x + kx, c] * w[o, c, ky, kx]   (as torch conv2d).
 /// The object is immutable after creation: run() may be called from several workers at once,
 /// each with its own scratchpad.
 class ConvBand {
  public:
-  enum class Kind { forward, transposed };
   /// Creates the oneDNN primitive. Call on a pool worker. Throws Error(internal) when oneDNN
   /// refuses the shape.
-  ConvBand(Kind kind, int in_rows, int in_cols, int cin, int cout, int k);
+  ConvBand(int in_rows, int in_cols, int cin, int cout, int kh, int kw);
   ~ConvBand();
   ConvBand(ConvBand&&) noexcept;
   ConvBand& operator=(ConvBand&&) noexcept;
@@ -51,8 +47,8 @@ class ConvBand {
   size_t scratchpad_bytes() const;
   /// oneDNN's name of the implementation it chose ("brgconv:avx512_core", ...).
   std::string implementation() const;
-  /// weight [cout, cin, k, k] float32 (PyTorch order; for `transposed` indexed as above) ->
-  /// the primitive's layout. Call on a pool worker.
+  /// weight [cout, cin, kh, kw] float32 (PyTorch order) -> the primitive's layout. Call on a pool
+  /// worker.
   std::vector<float> prepare_weights(const float* weight) const;
   /// in/out as above (dense rows); scratchpad of scratchpad_bytes(). Call on a pool worker.
   void run(const float* in, const float* weights, float* out, void* scratchpad) const;

@@ -1,0 +1,191 @@
+// sg2 bench --device cpu (bench_cpu.h).
+//
+//   sg2 bench --device cpu --config paper256 --batch 1,4 --jobs 2
+//   sg2 bench --device cpu --network models/digits32/digits32.pkl --batch 1,64
+//
+// Each timed run is one Generator::generate (mapping with psi 1, synthesis with const noise) of a
+// batch of seeded random z; wall clock (steady_clock) and the process's CPU seconds around it.
+// On a machine shared with other work the wall clock is noisy: repeat, and compare with the CPU
+// seconds, which count only the time the process ran.
+#include "bench_cpu.h"
+
+#include <sched.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "sg2/error.h"
+#include "sg2/generator.h"
+
+namespace sg2::cli {
+namespace {
+
+std::vector<int> int_list(const std::string& s, const char* what) {
+  std::vector<int> v;
+  std::stringstream ss(s);
+  std::string tok;
+  while (std::getline(ss, tok, ',')) {
+    if (tok.empty() || tok.size() > 6 || tok.find_first_not_of("0123456789") != std::string::npos || std::stoi(tok) < 1)
+      fail(ErrorKind::invalid_argument, "bad ", what, " '", tok, "' in '", s, "'");
+    v.push_back(std::stoi(tok));
+  }
+  if (v.empty()) fail(ErrorKind::invalid_argument, "no ", what, " given");
+  return v;
+}
+
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+int cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? std::max(1, CPU_COUNT(&set)) : 1;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+}  // namespace
+
+int run_cpu_bench(const cxxopts::ParseResult& args, const Model& model, const std::string& label,
+                  const std::string& config_name, const char* reference_json) {
+  const ModelConfig& cfg = model.config;
+  const nlohmann::json reference = nlohmann::json::parse(reference_json)["cpu_official"];
+  // [threads, batch, s/img] rows of this config; a batch > 1 row stands for every batch > 1
+  auto official = [&](int threads, int batch) -> double {
+    if (config_name.empty() || !reference["configs"].contains(config_name)) return -1;
+    for (const auto& r : reference["configs"][config_name])
+      if (r[0].get<int>() == threads && (r[1].get<int>() == batch || (batch > 1 && r[1].get<int>() > 1)))
+        return r[2].get<double>();
+    return -1;
+  };
+  const std::vector<int> batches = int_list(args.count("batch") ? args["batch"].as<std::string>() : "1,8", "batch size");
+  const int iters = args.count("iters") ? args["iters"].as<int>() : 5;
+  const int warmup = args.count("warmup") ? args["warmup"].as<int>() : 1;
+  const std::vector<int> jobs =
+      int_list(args.count("jobs") ? args["jobs"].as<std::string>() : std::to_string(cores()), "--jobs");
+  const bool as_json = args.count("json") > 0, quiet = args.count("quiet") > 0;
+  const uint64_t seed = args["seed"].as<uint64_t>();
+  Precision precision = Precision::fp32;
+  if (args.count("precision")) {
+    precision = parse_precision(args["precision"].as<std::string>());
+    if (precision == Precision::automatic) precision = Precision::fp32;
+  }
+  nlohmann::json out;
+  out["model"] = label;
+  out["device"] = "cpu";
+  out["iters"] = iters;
+  out["warmup"] = warmup;
+  std::ostringstream table;
+  char line[512];
+  std::snprintf(line, sizeof line, "%7s %5s %10s %19s %9s %9s %11s %13s\n", "threads", "batch", "median ms", "min-max ms",
+                "img/s", "ms/img", "cpu s/img", "vs official");
+  table << line;
+  const bool timed = !args.count("accuracy-only");
+  for (int j : timed ? jobs : std::vector<int>{}) {
+    GeneratorOptions o;
+    o.device = Device{};
+    o.precision = precision;
+    o.threads = j;
+    for (int n : batches) {
+      o.max_batch = n;
+      Generator gen(model, o);
+      std::vector<uint32_t> seeds;
+      std::vector<int> classes;
+      for (int i = 0; i < n; ++i) {
+        seeds.push_back(uint32_t(seed + uint64_t(i)));
+        classes.push_back(cfg.c_dim > 0 ? i % cfg.c_dim : 0);
+      }
+      const Tensor z = z_from_seeds(seeds, cfg.z_dim);
+      const Tensor c = cfg.c_dim > 0 ? one_hot(classes, cfg.c_dim) : Tensor();
+      std::vector<double> ms, cpu;
+      bool finite = true;
+      for (int it = 0; it < warmup + iters; ++it) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const double c0 = cpu_seconds();
+        const Tensor img = gen.generate(z, c);
+        const double c1 = cpu_seconds();
+        const auto t1 = std::chrono::steady_clock::now();
+        for (float v : img.vec()) finite = finite && std::isfinite(v);
+        if (it < warmup) continue;
+        ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        cpu.push_back(c1 - c0);
+      }
+      const double med = median(ms), img_s = 1000.0 * n / med, cpu_img = median(cpu) / n;
+      std::string vs = "-";
+      nlohmann::json row = {{"threads", j}, {"batch", n}, {"median_ms", med},
+                            {"min_ms", *std::min_element(ms.begin(), ms.end())},
+                            {"max_ms", *std::max_element(ms.begin(), ms.end())}, {"img_per_s", img_s},
+                            {"ms_per_img", med / n}, {"cpu_s_per_img", cpu_img}, {"output_finite", finite}};
+      const double of = official(j, n);
+      if (of > 0) {
+        const double ratio = of * 1000.0 / (med / n);
+        vs = fmt("%.1fx", ratio);
+        row["official_s_per_img"] = of;
+        row["vs_official"] = ratio;
+      }
+      out["runs"].push_back(row);
+      std::snprintf(line, sizeof line, "%7d %5d %10.1f %9.1f-%-9.1f %9.2f %9.1f %11.3f %13s%s\n", j, n, med, *std::min_element(ms.begin(), ms.end()),
+                    *std::max_element(ms.begin(), ms.end()), img_s, med / n, cpu_img, vs.c_str(),
+                    finite ? "" : "  (OUTPUT NOT FINITE)");
+      table << line;
+      if (!as_json && !quiet) std::cerr << line << std::flush;  // progress
+    }
+  }
+  std::ostringstream acc;
+  if (args.count("accuracy") || args.count("accuracy-only")) {
+    // the oneDNN path against the reference ops (kernels/ref, the tests' oracle): 2 images
+    const Tensor z = z_from_seeds({uint32_t(seed), uint32_t(seed + 1)}, cfg.z_dim);
+    const Tensor c = cfg.c_dim > 0 ? one_hot({0, 1 % cfg.c_dim}, cfg.c_dim) : Tensor();
+    GeneratorOptions o;
+    o.device = Device{};
+    o.precision = Precision::fp32;
+    const Tensor a = Generator(model, o).generate(z, c);
+    o.reference_cpu = true;
+    const Tensor b = Generator(model, o).generate(z, c);
+    double mse = 0, mx = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const double d = double(a[i]) - double(b[i]);
+      mse += d * d;
+      mx = std::max(mx, std::fabs(d));
+    }
+    mse /= double(std::max<int64_t>(a.numel(), 1));
+    const double psnr = mse == 0 ? INFINITY : 10.0 * std::log10(4.0 / mse);
+    acc << "accuracy vs the reference ops (2 images, const noise, psi 1): max|diff| " << fmt("%.2e", mx) << ", PSNR "
+        << fmt("%.1f", psnr) << " dB\n";
+    out["accuracy"] = {{"max_abs_diff", mx}, {"psnr_db", psnr}, {"images", 2}};
+  }
+  if (as_json) {
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << "sg2 bench: " << label << "\n"
+              << "device: cpu, " << cores() << " cores available (oneDNN backend); whole generate (mapping + synthesis, const noise), " << warmup << " warm-up, " << iters
+              << " timed; wall clock; cpu s/img = process CPU seconds per image; vs official: its s/img at the same "
+                 "thread count over ours\n";
+    if (timed) std::cout << table.str();
+    std::cout << acc.str();
+    if (timed && !config_name.empty() && reference["configs"].contains(config_name))
+      std::cout << "official CPU figures: " << reference["source"].get<std::string>() << "\n";
+  }
+  return 0;
+}
+
+}  // namespace sg2::cli
