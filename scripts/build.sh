@@ -1,12 +1,25 @@
 #!/usr/bin/env bash
 # Configures and builds sg2 into build/ (Release). Extra arguments go to cmake's configure step.
-# Environment: SG2_CMAKE_ARGS (extra configure arguments), SG2_CUDA_ARCHITECTURES (default: CMakeLists.txt's list; 90 when CI is set),
-#              SG2_BUILD_DIR (default build), SG2_JOBS (default: number of cores).
+# Environment:
+#   SG2_CUDA=ON|OFF       the CUDA backend (default: ON when nvcc is found, as CMake decides);
+#                         passed explicitly, so a build directory never keeps a stale choice
+#   SG2_CUDA_ARCHITECTURES GPU architectures (default: CMakeLists.txt's choice, the compute
+#                         capability of each GPU nvidia-smi lists, else 80-real;86-real;89-real;90;
+#                         86-real;90 when CI is set)
+#   SG2_TESTS=ON|OFF      the GoogleTest suites (default ON; scripts/demo.sh builds without them)
+#   SG2_CMAKE_ARGS        extra configure arguments, e.g. SG2_CMAKE_ARGS=-DSG2_ONEDNN=OFF
+#   SG2_BUILD_DIR (default build), SG2_JOBS (default: number of cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${SG2_BUILD_DIR:-build}
 args=(-DCMAKE_BUILD_TYPE=Release)
 if command -v ninja >/dev/null; then args+=(-G Ninja); fi
+cuda=${SG2_CUDA:-}
+if [[ -z "$cuda" ]]; then
+  cuda=OFF
+  if command -v nvcc >/dev/null || [[ -n "${CUDACXX:-}" ]] || [[ -x /usr/local/cuda/bin/nvcc ]]; then cuda=ON; fi
+fi
+args+=("-DSG2_CUDA=$cuda" "-DSG2_BUILD_TESTS=${SG2_TESTS:-ON}")
 if [[ -n "${SG2_CUDA_ARCHITECTURES:-}" ]]; then
   args+=("-DSG2_CUDA_ARCHITECTURES=${SG2_CUDA_ARCHITECTURES}")
 elif [[ -n "${CI:-}" ]]; then
@@ -16,7 +29,6 @@ if [[ -f "$build_dir/CMakeCache.txt" ]] && ! grep -q "CMAKE_GENERATOR:INTERNAL=N
    && command -v ninja >/dev/null; then
   rm -rf "$build_dir"   # generator changed
 fi
-# SG2_CMAKE_ARGS: extra configure arguments, e.g. SG2_CMAKE_ARGS=-DSG2_CUDA=OFF ./scripts/demo.sh
 read -r -a extra <<<"${SG2_CMAKE_ARGS:-}"
 cmake -S . -B "$build_dir" "${args[@]}" "${extra[@]}" "$@"
 cmake --build "$build_dir" -j "${SG2_JOBS:-$(nproc)}"

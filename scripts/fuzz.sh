@@ -16,7 +16,7 @@ if ! command -v clang++ >/dev/null; then
   echo "sg2 fuzz: clang++ not found (scripts/setup.sh installs clang and libclang-rt-14-dev)" >&2
   exit 1
 fi
-args=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DSG2_CUDA=OFF
+args=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DSG2_CUDA=OFF -DSG2_ONEDNN=OFF
       -DSG2_BUILD_TESTS=OFF -DSG2_BUILD_APPS=OFF -DSG2_FUZZ=ON)
 if command -v ninja >/dev/null; then args+=(-G Ninja); fi
 echo "sg2 fuzz: building the fuzzers in $dir"

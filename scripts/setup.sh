@@ -3,7 +3,7 @@
 # Usage: scripts/setup.sh            (called by scripts/demo.sh and scripts/test.sh)
 set -euo pipefail
 
-packages=(cmake g++ ninja-build pkg-config python3 libcxxopts-dev nlohmann-json3-dev libstb-dev libpng-dev libgtest-dev)
+packages=(cmake g++ ninja-build pkg-config python3 libcxxopts-dev nlohmann-json3-dev libstb-dev libpng-dev libgtest-dev libdnnl-dev)
 optional=()  # installed when the distribution has them
 if [[ "${SG2_WITH_FUZZ:-1}" == "1" ]]; then
   packages+=(clang)
