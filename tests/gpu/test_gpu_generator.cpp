@@ -53,6 +53,7 @@ GeneratorOptions opts(Device::Kind kind, Precision p = Precision::fp32, int max_
   o.device = Device{kind, 0};
   o.precision = p;
   o.max_batch = max_batch;
+  o.reference_cpu = kind == Device::Kind::cpu;  // the oracle: the reference ops of kernels/ref
   return o;
 }
 
