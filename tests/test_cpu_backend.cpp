@@ -16,6 +16,8 @@
 #include <thread>
 #include <tuple>
 
+#include <unistd.h>
+
 #include "backend.h"
 #include "generator_access.h"
 #include "sg2/error.h"
@@ -292,6 +294,21 @@ TEST(CpuBackend, ProgressRisesPerLayerToOneAcrossChunks) {
   seen.clear();
   g.synthesize(ws);
   EXPECT_TRUE(seen.empty());
+}
+
+TEST(CpuBackend, ABatchTheMachineCannotHoldIsRefusedBeforeAllocating) {
+  // paper256 needs about 44 MiB of activations per image; ask for more images than the RAM holds
+  const Model m = make_random_model(named_config("paper256"), 1);
+  const int64_t ram = int64_t(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE);
+  const int64_t n = ram / (int64_t(40) << 20) + 1;
+  Generator g(m, cpu_options(1, false, static_cast<int>(n)));
+  try {
+    g.synthesize(Tensor({n, m.config.num_ws, m.config.w_dim}));
+    ADD_FAILURE() << "a batch of " << n << " images was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::out_of_memory);
+    EXPECT_NE(std::string(e.what()).find("smaller --batch"), std::string::npos) << e.what();
+  }
 }
 
 #else

@@ -11,6 +11,8 @@
 #include <map>
 #include <new>
 
+#include <unistd.h>
+
 #include "cpu/layers.h"
 #include "cpu/onednn.h"
 #include "cpu/ops.h"
@@ -188,6 +190,12 @@ void OnednnCpuBackend::ensure(int N) {
   b.s_n = round16(m_.skip_s_floats);
   b.noise_n = round16(m_.noise_floats);
   if (N <= b.capacity) return;
+  // refuse what the machine cannot hold (overcommitted pages would fail only when first touched)
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page > 0 && double(per_sample_bytes_) * N > 0.8 * double(pages) * double(page))
+    fail(ErrorKind::out_of_memory, "out of host memory for a batch of ", N, " images (",
+         (per_sample_bytes_ * N) >> 20, " MiB of activations, the machine has ", (int64_t(pages) * page) >> 20,
+         " MiB). HINT: use a smaller --batch");
   try {
     b.xa.resize(N * b.xa_n);
     b.xb.resize(N * b.xb_n);
