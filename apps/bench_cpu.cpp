@@ -1,6 +1,6 @@
 // sg2 bench --device cpu (bench_cpu.h).
 //
-//   sg2 bench --device cpu --config paper256 --batch 1,4 --jobs 2
+//   sg2 bench --device cpu --config paper256 --batch 1,4 --threads 2
 //   sg2 bench --device cpu --network models/digits32/digits32.pkl --batch 1,64
 //
 // Each timed run is one Generator::generate (mapping with psi 1, synthesis with const noise) of a
@@ -81,7 +81,7 @@ int run_cpu_bench(const cxxopts::ParseResult& args, const Model& model, const st
   const int iters = args.count("iters") ? args["iters"].as<int>() : 5;
   const int warmup = args.count("warmup") ? args["warmup"].as<int>() : 1;
   const std::vector<int> jobs =
-      int_list(args.count("jobs") ? args["jobs"].as<std::string>() : std::to_string(cores()), "--jobs");
+      int_list(args.count("threads") ? args["threads"].as<std::string>() : std::to_string(cores()), "--threads");
   const bool as_json = args.count("json") > 0, quiet = args.count("quiet") > 0;
   const uint64_t seed = args["seed"].as<uint64_t>();
   Precision precision = Precision::fp32;

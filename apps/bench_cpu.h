@@ -10,7 +10,7 @@
 namespace sg2::cli {
 
 /// Times Generator::generate on the CPU for each --batch size (wall clock, median and range of
-/// --iters runs after --warmup; CPU seconds too) with --jobs threads, prints img/s beside the
+/// --iters runs after --warmup; CPU seconds too) with --threads threads, prints img/s beside the
 /// official PyTorch CPU figures of `reference_json`'s "cpu_official" (apps/bench_reference.json;
 /// docs/performance.md §6), and with --accuracy compares the oneDNN path with the reference ops.
 /// `config_name` is empty for --network.

@@ -25,7 +25,7 @@ TEST(CliProgress, TheBarMovesWithinOneBatchOnATerminal) {
   ASSERT_GE(pid, 0) << "forkpty failed";
   if (pid == 0) {
     ::execl(SG2_CLI, SG2_CLI, "generate", "--network", model.c_str(), "--seeds", "0-11", "--batch", "12", "--device",
-            "cpu", "--jobs", "1", "--outdir", out.c_str(), static_cast<char*>(nullptr));
+            "cpu", "--threads", "1", "--outdir", out.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
   std::string text;
