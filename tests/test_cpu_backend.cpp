@@ -73,16 +73,16 @@ struct ModelCase {
 
 std::vector<ModelCase> model_cases() {
   std::vector<ModelCase> v;
-  v.push_back({"skip_rgb_clamp", make_config(32, 256, 64, 16, 16, 0, 3, 2, "skip", 256.0f, 2)});
-  v.push_back({"orig_gray", make_config(16, 128, 32, 8, 8, 0, 1, 2, "orig", std::nullopt, 0)});
-  v.push_back({"resnet_rgba_cond", make_config(32, 256, 32, 8, 16, 5, 4, 2, "resnet", 16.0f, 2)});
-  ModelCase f3{"skip_filter3", make_config(16, 128, 32, 8, 8, 0, 3, 1, "skip", std::nullopt, 0)};
+  v.push_back({"skip_rgb_clamp", make_config(32, 256, 64, 16, 16, 0, 3, 2, Architecture::skip, 256.0f, 2)});
+  v.push_back({"orig_gray", make_config(16, 128, 32, 8, 8, 0, 1, 2, Architecture::orig, std::nullopt, 0)});
+  v.push_back({"resnet_rgba_cond", make_config(32, 256, 32, 8, 16, 5, 4, 2, Architecture::resnet, 16.0f, 2)});
+  ModelCase f3{"skip_filter3", make_config(16, 128, 32, 8, 8, 0, 3, 1, Architecture::skip, std::nullopt, 0)};
   f3.cfg.synthesis.resample_filter = {1, 2, 1};
   v.push_back(f3);
-  ModelCase f6{"resnet_filter6_asym", make_config(16, 128, 32, 8, 8, 0, 3, 1, "resnet", 64.0f, 0)};
+  ModelCase f6{"resnet_filter6_asym", make_config(16, 128, 32, 8, 8, 0, 3, 1, Architecture::resnet, 64.0f, 0)};
   f6.cfg.synthesis.resample_filter = {1, 3, 4, 2, 1, 1};
   v.push_back(f6);
-  ModelCase f2{"skip_filter2", make_config(16, 128, 32, 8, 8, 0, 3, 1, "skip", std::nullopt, 0)};
+  ModelCase f2{"skip_filter2", make_config(16, 128, 32, 8, 8, 0, 3, 1, Architecture::skip, std::nullopt, 0)};
   f2.cfg.synthesis.resample_filter = {1, 1};
   v.push_back(f2);
   return v;
@@ -93,7 +93,7 @@ std::vector<ModelCase> model_cases() {
 #if SG2_WITH_ONEDNN
 
 TEST(CpuBackend, DefaultIsOnednnAndTheReferenceOpsAreOneSwitchAway) {
-  const Model m = make_random_model(make_config(8, 64, 16, 4, 4, 0, 3, 1, "skip", std::nullopt, 0), 1);
+  const Model m = make_random_model(make_config(8, 64, 16, 4, 4, 0, 3, 1, Architecture::skip, std::nullopt, 0), 1);
   EXPECT_EQ(backend_name(m, cpu_options()), "cpu");
   EXPECT_EQ(backend_name(m, cpu_options(0, true)), "cpu (reference ops)");
   ::setenv("SG2_CPU_REFERENCE", "1", 1);
@@ -153,7 +153,7 @@ TEST(CpuBackend, MatchesTheReferenceOpsLayerByLayer) {
 }
 
 TEST(CpuBackend, GivenNoiseMapsMatchTheReference) {
-  const ModelConfig cfg = make_config(16, 128, 32, 8, 8, 0, 3, 1, "skip", 256.0f, 0);
+  const ModelConfig cfg = make_config(16, 128, 32, 8, 8, 0, 3, 1, Architecture::skip, 256.0f, 0);
   const Model m = make_random_model(cfg, 3);
   NoiseSpec noise;
   for (uint32_t s : {1u, 2u}) noise.maps.push_back(tf_seed_inputs(s, cfg).noise_maps);
@@ -164,7 +164,7 @@ TEST(CpuBackend, GivenNoiseMapsMatchTheReference) {
 
 // A model whose layers are cut into several bands and channel blocks (checked below), so the
 // invariance is that of the real split, not of one unit per sample.
-ModelConfig split_config() { return make_config(64, 4096, 256, 16, 32, 0, 3, 1, "skip", 256.0f, 0); }
+ModelConfig split_config() { return make_config(64, 4096, 256, 16, 32, 0, 3, 1, Architecture::skip, 256.0f, 0); }
 
 TEST(CpuBackend, SplitCutsBigLayersIntoBandsAndChannelBlocks) {
   // b8.conv1 of split_config: 256 -> 256 channels at 8x8 (37.7 M multiply-adds per row block of 8)
@@ -276,7 +276,7 @@ TEST(CpuBackend, ThreadPoolIsPersistentRunsEveryUnitOnceAndRethrows) {
 }
 
 TEST(CpuBackend, ProgressRisesPerLayerToOneAcrossChunks) {
-  const ModelConfig cfg = make_config(32, 256, 64, 8, 8, 0, 3, 1, "skip", std::nullopt, 0);
+  const ModelConfig cfg = make_config(32, 256, 64, 8, 8, 0, 3, 1, Architecture::skip, std::nullopt, 0);
   const Model m = make_random_model(cfg, 2);
   Generator g(m, cpu_options(2, false, 2));
   std::vector<double> seen;
@@ -314,7 +314,7 @@ TEST(CpuBackend, ABatchTheMachineCannotHoldIsRefusedBeforeAllocating) {
 #else
 
 TEST(CpuBackend, BuiltWithoutOnednnRunsTheReferenceOps) {
-  const Model m = make_random_model(make_config(8, 64, 16, 4, 4, 0, 3, 1, "skip", std::nullopt, 0), 1);
+  const Model m = make_random_model(make_config(8, 64, 16, 4, 4, 0, 3, 1, Architecture::skip, std::nullopt, 0), 1);
   EXPECT_EQ(backend_name(m, cpu_options()), "cpu (reference ops)");
 }
 
