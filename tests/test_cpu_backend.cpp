@@ -307,7 +307,7 @@ TEST(CpuBackend, ABatchTheMachineCannotHoldIsRefusedBeforeAllocating) {
     ADD_FAILURE() << "a batch of " << n << " images was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::out_of_memory);
-    EXPECT_NE(std::string(e.what()).find("smaller --batch"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("smaller batch (max_batch)"), std::string::npos) << e.what();
   }
 }
 

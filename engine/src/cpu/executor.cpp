@@ -195,7 +195,7 @@ void OnednnCpuBackend::ensure(int N) {
   if (pages > 0 && page > 0 && double(per_sample_bytes_) * N > 0.8 * double(pages) * double(page))
     fail(ErrorKind::out_of_memory, "out of host memory for a batch of ", N, " images (",
          (per_sample_bytes_ * N) >> 20, " MiB of activations, the machine has ", (int64_t(pages) * page) >> 20,
-         " MiB). HINT: use a smaller --batch");
+         " MiB). HINT: use a smaller batch (max_batch)");
   try {
     b.xa.resize(N * b.xa_n);
     b.xb.resize(N * b.xb_n);
@@ -211,7 +211,7 @@ void OnednnCpuBackend::ensure(int N) {
   } catch (const std::bad_alloc&) {
     b.capacity = 0;
     fail(ErrorKind::out_of_memory, "out of host memory for a batch of ", N, " images (",
-         (per_sample_bytes_ * N) >> 20, " MiB). HINT: use a smaller --batch");
+         (per_sample_bytes_ * N) >> 20, " MiB). HINT: use a smaller batch (max_batch)");
   }
   b.capacity = N;
 }
@@ -556,7 +556,7 @@ Tensor OnednnCpuBackend::synthesize(const Tensor& ws, const NoiseSpec& noise, co
 std::unique_ptr<Backend> make_onednn_cpu_backend(const Model& model, Precision precision, int threads) {
   if (precision == Precision::tf32 || precision == Precision::fp16)
     fail(ErrorKind::invalid_argument, "the CPU backend computes in float32 only; precision '", to_string(precision),
-         "' needs the CUDA backend. HINT: use precision fp32 or auto on the CPU (CLI: --precision fp32)");
+         "' needs the CUDA backend. HINT: use precision fp32 or auto on the CPU");
   return std::make_unique<OnednnCpuBackend>(model, threads);
 }
 
