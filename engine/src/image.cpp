@@ -1,4 +1,5 @@
-// sg2: uint8 conversion and PNG files (image.h). PNG encoding/decoding by stb (libstb-dev).
+// sg2: uint8 conversion, PNG reading and grids (image.h). PNG decoding by stb (libstb-dev); the
+// encoder is engine/src/png_encode.cpp.
 #include "sg2/image.h"
 
 #include <cmath>
@@ -7,8 +8,6 @@
 #include "util/file_util.h"
 #include "sg2/error.h"
 
-#define STB_IMAGE_WRITE_IMPLEMENTATION
-#define STB_IMAGE_WRITE_STATIC
 #define STB_IMAGE_IMPLEMENTATION
 #define STB_IMAGE_STATIC
 #define STBI_ONLY_PNG
@@ -19,7 +18,6 @@
 #pragma GCC diagnostic ignored "-Wsign-compare"
 #endif
 #include <stb_image.h>
-#include <stb_image_write.h>
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
@@ -51,26 +49,6 @@ Image8 to_image8(const Tensor& img, int64_t n) {
   return out;
 }
 
-namespace {
-void append_bytes(void* ctx, void* data, int size) {
-  auto* v = static_cast<std::vector<uint8_t>*>(ctx);
-  const auto* p = static_cast<const uint8_t*>(data);
-  v->insert(v->end(), p, p + size);
-}
-}  // namespace
-
-void write_png(const std::string& path, const Image8& image) {
-  if (image.width <= 0 || image.height <= 0 || image.channels < 1 || image.channels > 4 ||
-      image.pixels.size() != size_t(image.width) * size_t(image.height) * size_t(image.channels))
-    fail(ErrorKind::invalid_argument, path, ": cannot write a ", image.width, "x", image.height, "x", image.channels,
-         " image with ", image.pixels.size(), " bytes");
-  std::vector<uint8_t> png;
-  int ok = stbi_write_png_to_func(append_bytes, &png, image.width, image.height, image.channels, image.pixels.data(),
-                                  image.width * image.channels);
-  if (!ok || png.empty()) fail(ErrorKind::io, path, ": PNG encoding failed");
-  detail::write_file_atomic(path, png.data(), png.size());
-}
-
 Image8 read_png(const std::string& path) {
   detail::MappedFile m(path);
   if (m.size() < 8 || std::memcmp(m.data(), "\x89PNG\r\n\x1a\n", 8) != 0)
@@ -97,6 +75,7 @@ Image8 make_grid(const std::vector<Image8>& images, int cols, int rows) {
   for (const Image8& im : images)
     if (im.width != f.width || im.height != f.height || im.channels != f.channels)
       fail(ErrorKind::invalid_argument, "grid images differ in size or channels");
+  check_png_size(int64_t(f.width) * cols, int64_t(f.height) * rows, f.channels, "grid");  // also bounds the allocation
   Image8 g;
   g.width = f.width * cols;
   g.height = f.height * rows;
