@@ -3,9 +3,10 @@
 # Usage: scripts/setup.sh            (called by scripts/demo.sh and scripts/test.sh)
 set -euo pipefail
 
-# libdeflate-dev: PNG compression; libpng-dev, zlib1g-dev: the tests' independent PNG reader.
+# libdeflate-dev: PNG compression; libarchive-dev: zip output (--outdir NAME.zip); libpng-dev, zlib1g-dev:
+# the tests' independent PNG reader.
 packages=(cmake g++ ninja-build pkg-config python3 libcxxopts-dev nlohmann-json3-dev libstb-dev libgtest-dev
-          libdeflate-dev libpng-dev zlib1g-dev)
+          libdeflate-dev libarchive-dev libpng-dev zlib1g-dev)
 optional=()  # installed when the distribution has them
 if [[ "${SG2_WITH_FUZZ:-1}" == "1" ]]; then
   packages+=(clang)
