@@ -332,6 +332,37 @@ Tensor class_labels(const cxxopts::ParseResult& args, const ModelConfig& cfg, in
   return one_hot(std::vector<int>(static_cast<size_t>(n), static_cast<int>(k)), cfg.c_dim);
 }
 
+// --- sharding ------------------------------------------------------------------------------
+
+void add_shard_option(cxxopts::Options& opts) {
+  opts.add_options()("shard", "make only part I of N of the list (0 <= I < N; contiguous blocks in list order); "
+                              "default: from Slurm job arrays, srun or mpirun (README \"Bulk generation\"); 0/1 = all",
+                     cxxopts::value<std::string>(), "I/N");
+}
+
+ShardPlan plan_shard(const cxxopts::ParseResult& args) {
+  const EnvLookup env = process_environment();
+  ShardPlan p;
+  p.shard = resolve_shard(has(args, "shard") ? std::optional<std::string>(get(args, "shard")) : std::nullopt, env);
+  const bool device_open = !has(args, "device") || get(args, "device") == "cuda";
+  const std::optional<int> ordinal = shard_cuda_ordinal(p.shard, cuda_visible_device_count(env));
+  if (device_open && ordinal && cuda_available()) p.gpu = Device::parse("cuda:" + std::to_string(*ordinal));
+  return p;
+}
+
+std::string shard_note(const ShardPlan& p) {
+  if (!p.shard.sharded()) return {};
+  std::ostringstream os;
+  os << "shard " << p.shard.str() << " (" << p.shard.source << "): ";
+  if (p.range.size() == 0)
+    os << "nothing to make (" << p.total << " items for " << p.shard.count << " shards)";
+  else
+    os << "positions " << p.range.begin << "-" << p.range.end - 1 << " of the list's " << p.total << " ("
+       << p.range.size() << (p.range.size() == 1 ? " image)" : " images)");
+  if (p.gpu) os << " on " << p.gpu->str() << " (local rank " << p.shard.local_rank << ")";
+  return os.str();
+}
+
 // --- outputs -------------------------------------------------------------------------------
 
 std::string seed_stem(uint64_t seed) { return indexed_stem("seed", static_cast<int64_t>(seed), 4); }

@@ -4,9 +4,9 @@
 set -euo pipefail
 
 # libdeflate-dev: PNG compression; libarchive-dev: zip output (--outdir NAME.zip); libpng-dev, zlib1g-dev:
-# the tests' independent PNG reader.
+# the tests' independent PNG reader; openmpi-bin: the tests of sharded runs under mpirun.
 packages=(cmake g++ ninja-build pkg-config python3 libcxxopts-dev nlohmann-json3-dev libstb-dev libgtest-dev
-          libdeflate-dev libarchive-dev libpng-dev zlib1g-dev)
+          libdeflate-dev libarchive-dev libpng-dev zlib1g-dev openmpi-bin)
 optional=()  # installed when the distribution has them
 if [[ "${SG2_WITH_FUZZ:-1}" == "1" ]]; then
   packages+=(clang)
