@@ -39,9 +39,14 @@ if(EXISTS ${_sg2_arch}/lib/libarchive.a AND EXISTS ${_sg2_arch}/lib/libnettle.a 
   add_library(sg2_dep_nettle STATIC IMPORTED GLOBAL)
   set_target_properties(sg2_dep_nettle PROPERTIES IMPORTED_LOCATION ${_sg2_arch}/lib/libnettle.a)
   add_library(sg2_dep_libarchive STATIC IMPORTED GLOBAL)
+  # The zip writer's object refers to a helper in the object of libarchive's format table, which names
+  # every format writer and so the compressors sg2 does not link (bzip2, lzma, libxml2, ...). Debian
+  # compiles libarchive with one section per function: --gc-sections drops the unused ones, and with
+  # them those references.
   set_target_properties(sg2_dep_libarchive PROPERTIES IMPORTED_LOCATION ${_sg2_arch}/lib/libarchive.a
                         INTERFACE_INCLUDE_DIRECTORIES ${_sg2_arch}/include
-                        INTERFACE_LINK_LIBRARIES "sg2_dep_nettle;ZLIB::ZLIB")
+                        INTERFACE_LINK_LIBRARIES "sg2_dep_nettle;ZLIB::ZLIB"
+                        INTERFACE_LINK_OPTIONS "LINKER:--gc-sections")
   message(STATUS "sg2: libarchive from ${_sg2_arch} (static)")
 else()
   find_package(LibArchive QUIET)
