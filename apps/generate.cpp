@@ -179,6 +179,9 @@ int run_generate(int argc, char** argv) {
   job.noise_mode = noise_mode;
   job.noise_seed = noise_seed;
   const int64_t total = from_ws ? job.ws.dim(0) : static_cast<int64_t>(seeds.size());
+  if (grid)  // the PNG size limit, before any work
+    check_png_size(int64_t(grid->cols) * cfg.img_resolution, int64_t(grid->rows) * cfg.img_resolution, cfg.img_channels,
+                   out.file("grid.png"));
   StreamOptions so;
   so.batch = gen_options.max_batch;
   // On the CPU a batch lives in host memory: checked (and a default cut) before any work.

@@ -70,6 +70,8 @@ int run_mix(int argc, char** argv) {
     if (k >= cfg.num_ws)
       fail(ErrorKind::invalid_argument, "--styles: ws row ", k, " does not exist: this model has rows 0..", cfg.num_ws - 1);
   class_labels(args, cfg, 1);  // validates --class before any work
+  check_png_size((int64_t(cols.size()) + 1) * cfg.img_resolution, (int64_t(rows.size()) + 1) * cfg.img_resolution,
+                 cfg.img_channels, out.file("grid.png"));  // the PNG size limit, before any work
   // Checks --batch against the memory it needs; the run makes at most rows x cols + rows + cols images.
   const int chunk = chunk_size(gen, args, int64_t(rows.size() * cols.size()) + int64_t(rows.size() + cols.size()));
   Truncation trunc;

@@ -16,6 +16,8 @@
 
 #include "sg2/error.h"
 #include "sg2/image.h"
+#include "sg2/model.h"
+#include "sg2/random_model.h"
 #include "test_cli_run.h"
 #include "test_util.h"
 
@@ -257,6 +259,25 @@ TEST(PngEncode, OneSizeLimitForEveryPng) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("grid: a 46000x46000x1 image is too large"), std::string::npos) << e.what();
   }
+}
+
+TEST(PngEncode, CliRefusesAGridOverTheLimitBeforeAnyWork) {
+  // 256 x 256 cells of 128 x 128 RGB: 32768 x 32768 pixels, over the PNG limit; refused after the
+  // model load (which gives the resolution) and before any image is made.
+  const std::string dir = test::temp_dir("biggrid");
+  const std::string model = dir + "/r128.safetensors";
+  save_model_file(model, make_random_model(make_config(128, 1024, 8, 8, 8, 0, 3, 1, Architecture::skip, 256.0f, 0), 1));
+  test::CliResult r = test::run_cli({"generate", "--network", model, "--device", "cpu", "--seeds", "0-3", "--grid",
+                                     "256x256", "--outdir", dir + "/g"});
+  EXPECT_EQ(r.status, 2) << test::describe(r);
+  EXPECT_EQ(r.err, "sg2 generate: error: " + dir + "/g/grid.png: a 32768x32768x3 image is too large for one PNG (its "
+                   "rows may take at most 2013265920 bytes, e.g. 25000x25000 RGB)\n");
+  EXPECT_FALSE(test::file_exists(dir + "/g"));
+  r = test::run_cli({"mix", "--network", model, "--device", "cpu", "--rows", "0-255", "--cols", "0-255", "--outdir",
+                     dir + "/m"});
+  EXPECT_EQ(r.status, 2) << test::describe(r);
+  EXPECT_NE(r.err.find("/m/grid.png: a 32896x32896x3 image is too large for one PNG"), std::string::npos) << r.err;
+  EXPECT_FALSE(test::file_exists(dir + "/m"));
 }
 
 TEST(PngEncode, WritePngIsAtomicAndNamesTheFile) {
