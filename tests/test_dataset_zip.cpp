@@ -1,7 +1,7 @@
 // Tests of the dataset archive writer (engine/src/dataset_zip.cpp): dataset_tool.py's names and
 // dataset.json, archives read back by Python's zipfile with the properties the official training
-// loader relies on (tests/check_dataset_zip.py), zip64 past 65,535 entries, and no half archive on
-// an unfinished run or a write failure.
+// loader relies on (tests/check_dataset_zip.py), zip64 past 65,535 entries, no half archive on an
+// unfinished run or a write failure, and shard archives merged by tools/merge_dataset_zips.py.
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -125,6 +125,38 @@ TEST(DatasetZip, Zip64PastSixtyFiveThousandEntries) {
   const test::CliResult r = check_with_python(dir + "/many.zip", m.save(dir + "/manifest.txt"), {"--zip64"});
   EXPECT_EQ(r.status, 0) << test::describe(r);
   EXPECT_EQ(r.out, "OK " + std::to_string(n + 1) + " entries zip64\n");
+}
+
+TEST(DatasetZip, ShardArchivesMergeIntoOneDataset) {
+  // Two shards of a conditional run (class 2), images 0-2 and 3-4, merged by tools/merge_dataset_zips.py.
+  const std::string dir = test::temp_dir("merge");
+  Manifest merged;
+  std::vector<std::string> parts;
+  const uint64_t begin[] = {0, 3, 5};
+  for (int s = 0; s < 2; ++s) {
+    parts.push_back(dir + "/fakes-shard" + std::to_string(s) + "of2.zip");
+    DatasetZip zip(parts.back());
+    for (uint64_t i = begin[s]; i < begin[s + 1]; ++i) {
+      const std::vector<uint8_t> data(50 + i, static_cast<uint8_t>(i));
+      zip.add(dataset_image_name(i), data);
+      merged.add(dataset_image_name(i), data);
+    }
+    zip.finish(dataset_json(begin[s], begin[s + 1] - begin[s], 2));
+  }
+  merged.add("dataset.json", dataset_json(0, 5, 2));
+  test::CliResult r = test::run_cli({test::source_path("tools/merge_dataset_zips.py"), dir + "/fakes.zip", parts[0], parts[1]},
+                                    {}, SG2_PYTHON);
+  ASSERT_EQ(r.status, 0) << test::describe(r);
+  EXPECT_EQ(r.out, "merge_dataset_zips: 5 images from 2 archives in " + dir + "/fakes.zip\n");
+  r = check_with_python(dir + "/fakes.zip", merged.save(dir + "/manifest.txt"), {});
+  EXPECT_EQ(r.status, 0) << test::describe(r);
+  // The same archive twice: a name in two archives is refused, and no output is left.
+  r = test::run_cli({test::source_path("tools/merge_dataset_zips.py"), dir + "/twice.zip", parts[0], parts[0]}, {},
+                    SG2_PYTHON);
+  EXPECT_EQ(r.status, 1) << test::describe(r);
+  EXPECT_NE(r.err.find("00000/img00000000.png is in two archives"), std::string::npos) << r.err;
+  EXPECT_FALSE(test::file_exists(dir + "/twice.zip"));
+  EXPECT_FALSE(test::file_exists(dir + "/twice.zip.tmp"));
 }
 
 TEST(DatasetZip, AnUnfinishedArchiveLeavesNothing) {
