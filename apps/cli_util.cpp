@@ -340,10 +340,33 @@ void add_shard_option(cxxopts::Options& opts) {
                      cxxopts::value<std::string>(), "I/N");
 }
 
+void add_png_level_option(cxxopts::Options& opts) {
+  opts.add_options()("png-level", "PNG compression 0-12 (0 stores, 1 fastest, 12 smallest), fast (= 1) or default "
+                                  "(= 9); the pixels are the same at every level",
+                     cxxopts::value<std::string>()->default_value("default"), "L");
+}
+
+PngOptions png_options(const cxxopts::ParseResult& args) {
+  PngOptions o;
+  try {
+    o.level = parse_png_level(get(args, "png-level"));
+  } catch (const Error& e) {
+    fail(e.kind(), "--png-level: ", e.what());
+  }
+  return o;
+}
+
 ShardPlan plan_shard(const cxxopts::ParseResult& args) {
   const EnvLookup env = process_environment();
+  const std::optional<std::string> option = has(args, "shard") ? std::optional<std::string>(get(args, "shard")) : std::nullopt;
   ShardPlan p;
-  p.shard = resolve_shard(has(args, "shard") ? std::optional<std::string>(get(args, "shard")) : std::nullopt, env);
+  try {
+    p.shard = resolve_shard(option, env);
+  } catch (const Error& e) {
+    if (option) fail(e.kind(), "--", e.what());  // "--shard 4/4: I must be below N ..."
+    fail(e.kind(), e.what(), "; pass --shard I/N to choose this process's part");
+  }
+  if (option) p.shard.source = "--shard";
   const bool device_open = !has(args, "device") || get(args, "device") == "cuda";
   const std::optional<int> ordinal = shard_cuda_ordinal(p.shard, cuda_visible_device_count(env));
   if (device_open && ordinal && cuda_available()) p.gpu = Device::parse("cuda:" + std::to_string(*ordinal));

@@ -126,6 +126,12 @@ void add_class_option(cxxopts::Options& opts);
 /// Adds --shard I/N.
 void add_shard_option(cxxopts::Options& opts);
 
+/// --png-level L (0-12, fast, default; generate).
+void add_png_level_option(cxxopts::Options& opts);
+/// The PngOptions --png-level asks for (default: kPngLevelDefault). Error(invalid_argument)
+/// "--png-level: 'x' is not a PNG level (...)" (exit 2).
+PngOptions png_options(const cxxopts::ParseResult& args);
+
 /// This process's part of a run (sg2/shard.h): its shard, and once the list's length is known, its
 /// block of the list.
 struct ShardPlan {
@@ -144,7 +150,8 @@ struct ShardPlan {
 /// srun, mpirun; resolve_shard). gpu: when --device is absent or plain "cuda", the launcher gave a
 /// local rank and CUDA is usable, that rank's GPU (shard_cuda_ordinal over the CUDA_VISIBLE_DEVICES
 /// entries). Call set_total() with the list's length. Prints nothing. Errors:
-/// Error(invalid_argument) (bad --shard or launcher variables, exit 2).
+/// Error(invalid_argument) (exit 2): "--shard ..." for a bad --shard, the environment's message
+/// plus "; pass --shard I/N to choose this process's part" for bad launcher variables.
 ShardPlan plan_shard(const cxxopts::ParseResult& args);
 
 /// What a sharded run says (a note, after its options are validated, unless -q): "shard 1/4

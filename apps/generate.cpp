@@ -66,6 +66,7 @@ int run_generate(int argc, char** argv) {
        "COLSxROWS");
   add_class_option(opts);
   add_shard_option(opts);
+  add_png_level_option(opts);
   add_model_options(opts);
   add_quiet_option(opts);
   auto args = parse(opts, argc, argv);
@@ -117,6 +118,7 @@ int run_generate(int argc, char** argv) {
     ws_layout = parse_ws_layout(get(args, "ws-as"));
   }
   const OutputFormat fmt = parse_format(get(args, "format"));
+  const PngOptions png = png_options(args);
   std::optional<GridShape> grid;
   if (has(args, "grid")) grid = parse_grid(get(args, "grid"));
   const bool save_ws = has(args, "save-ws");
@@ -209,11 +211,12 @@ int run_generate(int argc, char** argv) {
   {
     TaskPool pool(jobs, size_t(2) * jobs);
     try {
-      generate_stream(gen_ptrs, job, so, [&](const StreamImage& im) {
+      // (a shard of a list shorter than the shard count may have nothing to make)
+      if (total > 0) generate_stream(gen_ptrs, job, so, [&](const StreamImage& im) {
         const std::string stem = from_ws ? indexed_stem("ws", static_cast<int64_t>(im.key), 4) : seed_stem(im.key);
         if (grid) grid_images.push_back(im.image8());
         pool.submit([&, im, stem] {
-          if (fmt == OutputFormat::png || fmt == OutputFormat::both) write_png(out.file(stem + ".png"), im.image8());
+          if (fmt == OutputFormat::png || fmt == OutputFormat::both) write_png(out.file(stem + ".png"), im.image8(), png);
           if (fmt == OutputFormat::u8npy) write_npy_u8(out.file(stem + ".npy"), im.u8, {1, R, R, C});
           if (fmt == OutputFormat::npy || fmt == OutputFormat::both)
             write_npy(out.file(stem + ".npy"), Tensor({1, C, R, R}, std::vector<float>(im.img, im.img + size_t(C) * R * R)));
@@ -234,7 +237,7 @@ int run_generate(int argc, char** argv) {
     }
   }
   progress.set(written.load());
-  if (grid) write_png(out.file("grid.png"), make_grid(grid_images, grid->cols, grid->rows));
+  if (grid) write_png(out.file("grid.png"), make_grid(grid_images, grid->cols, grid->rows), png);
   progress.finish();
   out.commit();
   if (!quiet) {

@@ -190,10 +190,13 @@ TEST(CliShard, ExplicitShardGridAndErrors) {
   r = run_cli(plus(generate_args(model, dir + "/bad"), {"--shard", "2/2"}));
   EXPECT_EQ(r.status, 2) << describe(r);
   EXPECT_EQ(r.err, "sg2 generate: error: --shard 2/2: I must be below N (shards are numbered 0 to N-1)\n");
+  r = run_cli(plus(generate_args(model, dir + "/bad"), {"--shard", "1of2"}));
+  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_EQ(r.err, "sg2 generate: error: --shard '1of2' is not I/N (shard I of N, 0 <= I < N, e.g. 0/4)\n");
   r = run_cli(generate_args(model, dir + "/bad"), {"OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=one"});
   EXPECT_EQ(r.status, 2) << describe(r);
-  EXPECT_EQ(r.err, "sg2 generate: error: environment: OMPI_COMM_WORLD_SIZE='one' is not a non-negative integer; fix "
-                   "the launcher's environment or pass --shard I/N\n");
+  EXPECT_EQ(r.err, "sg2 generate: error: environment: OMPI_COMM_WORLD_SIZE='one' is not a non-negative integer; pass "
+                   "--shard I/N to choose this process's part\n");
   EXPECT_FALSE(file_exists(dir + "/bad"));
 
   // More shards than seeds: the last ones have nothing to do, and say so.

@@ -89,7 +89,7 @@ int parse_png_level(const std::string& text) {
   }
   std::string shown;
   for (char c : text.substr(0, 40)) shown += (c >= 0x20 && c < 0x7f) ? c : '?';
-  fail(ErrorKind::invalid_argument, "--png-level: '", shown, "' is not a level (", kPngLevelMin, "-", kPngLevelMax,
+  fail(ErrorKind::invalid_argument, "'", shown, "' is not a PNG level (", kPngLevelMin, "-", kPngLevelMax,
        ": 0 stores, 1 is fastest, 12 smallest; or fast = ", kPngLevelFast, ", default = ", kPngLevelDefault, ")");
 }
 

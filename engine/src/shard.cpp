@@ -1,4 +1,5 @@
-// sg2: sharding (shard.h) — --shard, the launchers' environment variables, the block rule.
+// sg2: sharding (shard.h) — "I/N", the launchers' environment variables, the block rule. Messages
+// name the variables and values, never CLI options (the CLI adds its own hint).
 #include "sg2/shard.h"
 
 #include <algorithm>
@@ -46,7 +47,7 @@ std::optional<int64_t> env_int(const EnvLookup& env, const std::string& name) {
   const std::optional<int64_t> n = parse_decimal(*v);
   if (!n)
     fail(ErrorKind::invalid_argument, "environment: ", name, "='", printable(*v),
-         "' is not a non-negative integer; fix the launcher's environment or pass --shard I/N");
+         "' is not a non-negative integer");
   return n;
 }
 
@@ -58,7 +59,7 @@ struct Level {
 };
 
 [[noreturn]] void bad_env(const std::string& what) {
-  fail(ErrorKind::invalid_argument, "environment: ", what, "; pass --shard I/N to choose this process's part");
+  fail(ErrorKind::invalid_argument, "environment: ", what);
 }
 
 /// A launcher's rank/size pair; nullopt when `rank_var` is unset.
@@ -132,7 +133,7 @@ std::optional<Level> process_level(const EnvLookup& env) {
   return l;
 }
 
-/// The local rank alone, for --shard given explicitly: the first launcher local-rank variable that
+/// The local rank alone, for a shard given explicitly: the first launcher local-rank variable that
 /// holds a number (the user chose the shard, so a malformed launcher variable is not an error here).
 int local_rank_only(const EnvLookup& env) {
   for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK", "SLURM_LOCALID"}) {
@@ -153,15 +154,15 @@ Shard parse_shard(const std::string& text) {
   const std::optional<int64_t> i = slash == std::string::npos ? std::nullopt : parse_decimal(text.substr(0, slash));
   const std::optional<int64_t> n = slash == std::string::npos ? std::nullopt : parse_decimal(text.substr(slash + 1));
   if (!i || !n)
-    fail(ErrorKind::invalid_argument, "--shard: '", printable(text), "' is not I/N (shard I of N, 0 <= I < N, e.g. --shard 0/4)");
+    fail(ErrorKind::invalid_argument, "shard '", printable(text), "' is not I/N (shard I of N, 0 <= I < N, e.g. 0/4)");
   if (*n < 1 || *n > kMaxShards)
-    fail(ErrorKind::invalid_argument, "--shard ", *i, "/", *n, ": N must be in [1, ", kMaxShards, "]");
+    fail(ErrorKind::invalid_argument, "shard ", *i, "/", *n, ": N must be in [1, ", kMaxShards, "]");
   if (*i >= *n)
-    fail(ErrorKind::invalid_argument, "--shard ", *i, "/", *n, ": I must be below N (shards are numbered 0 to N-1)");
+    fail(ErrorKind::invalid_argument, "shard ", *i, "/", *n, ": I must be below N (shards are numbered 0 to N-1)");
   Shard s;
   s.index = *i;
   s.count = *n;
-  s.source = "--shard";
+  s.source = "given";
   return s;
 }
 

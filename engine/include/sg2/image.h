@@ -40,8 +40,8 @@ constexpr int kPngLevelDefault = 9;
 /// larger than PIL's on photo-like images.
 constexpr int kPngLevelFast = 1;
 
-/// The CLI's --png-level value: "0".."12", "fast" (kPngLevelFast) or "default" (kPngLevelDefault).
-/// Throws Error(invalid_argument) "--png-level: 'x' is not a level (0-12, fast or default)".
+/// A level as text (the CLI's --png-level): "0".."12", "fast" (kPngLevelFast) or "default"
+/// (kPngLevelDefault). Throws Error(invalid_argument) "'x' is not a PNG level (0-12: ...)".
 int parse_png_level(const std::string& text);
 
 struct PngOptions {

@@ -1,7 +1,7 @@
 // sg2: sharding — one run split over processes started by a cluster's own launchers (Slurm job
 // arrays, srun, mpirun), each process taking a deterministic part of the work.
 //
-//   sg2::Shard s = sg2::resolve_shard(shard_option, sg2::process_environment());  // --shard or the launcher
+//   sg2::Shard s = sg2::resolve_shard(shard_option, sg2::process_environment());  // "I/N" or the launcher
 //   sg2::IndexRange r = sg2::shard_range(seeds.size(), s);   // this process's seeds: [r.begin, r.end)
 //
 // The rule: shard I of N takes the contiguous block [I*q + min(I, m), (I+1)*q + min(I+1, m)) of
@@ -20,7 +20,7 @@
 SG2_PUBLIC_BEGIN
 namespace sg2 {
 
-/// At most this many shards (--shard, and the launchers' task counts).
+/// At most this many shards (given, or the launchers' task counts).
 constexpr int64_t kMaxShards = int64_t(1) << 20;
 
 /// This process's part of a sharded run.
@@ -28,7 +28,7 @@ struct Shard {
   int64_t index = 0;    ///< I, 0 <= index < count (numbered from 0, as MPI ranks and SLURM_PROCID)
   int64_t count = 1;    ///< N >= 1; 1 = the whole run
   int local_rank = -1;  ///< the launcher's rank of this process on its node; -1 when it gives none
-  /// Where index and count came from, for messages: "--shard", "SLURM_ARRAY_TASK_ID",
+  /// Where index and count came from, for messages: "given" (parse_shard), "SLURM_ARRAY_TASK_ID",
   /// "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", or an array and a step combined
   /// ("SLURM_ARRAY_TASK_ID x SLURM_PROCID"); "" when nothing shards the run.
   std::string source;
@@ -38,8 +38,9 @@ struct Shard {
   std::string str() const;
 };
 
-/// Parses --shard's "I/N" (decimal, 0 <= I < N <= kMaxShards; "0/1" = the whole run, which also
-/// turns the environment's detection off). Throws Error(invalid_argument) "--shard: ...".
+/// Parses "I/N" (the CLI's --shard: decimal, 0 <= I < N <= kMaxShards; "0/1" = the whole run, which
+/// also turns the environment's detection off). Throws Error(invalid_argument) "shard 'x' is not
+/// I/N ..." / "shard 4/4: I must be below N ...".
 Shard parse_shard(const std::string& text);
 
 /// An environment: the value of a variable, nullopt when it is unset.
@@ -62,12 +63,13 @@ EnvLookup process_environment();
 ///    starts its daemons with srun, whose variables the ranks inherit). Where the launcher gives
 ///    no local rank, SLURM_LOCALID is used when set.
 /// With array position a of A and process r of R: index = a * R + r, count = A * R.
-/// Throws Error(invalid_argument) naming the variable for a value that is not a decimal integer,
-/// a rank not below its size, a size of 0 or above kMaxShards, or an array whose layout is unknown.
+/// Throws Error(invalid_argument) "environment: ..." naming the variable for a value that is not a
+/// decimal integer, a rank not below its size, a size of 0 or above kMaxShards, or an array whose
+/// layout is unknown (the caller may add how to give the shard explicitly).
 Shard shard_from_environment(const EnvLookup& env);
 
-/// --shard when given (parse_shard), else shard_from_environment. The local rank comes from the
-/// environment in both cases (a launcher may run `sg2 ... --shard I/N` too).
+/// parse_shard(*shard_option) when given, else shard_from_environment. The local rank comes from
+/// the environment in both cases (a launcher may run `sg2 ... --shard I/N` too).
 Shard resolve_shard(const std::optional<std::string>& shard_option, const EnvLookup& env);
 
 /// Positions [begin, end) of a work list.
