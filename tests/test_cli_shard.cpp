@@ -67,8 +67,8 @@ std::vector<std::string> seed_files(int first, int last) {
 /// The common arguments: a tiny random model on the CPU, 10 seeds in batches of 3, random noise
 /// (keyed by the seed) and truncation, so that anything position-dependent would show.
 std::vector<std::string> generate_args(const std::string& model, const std::string& outdir) {
-  return {"generate", "--network", model, "--device", "cpu", "--seeds", "0-9", "--batch", "3",
-          "--noise-mode", "random", "--noise-seed", "5", "--trunc", "0.7", "--outdir", outdir};
+  return {"generate",     "--network", model,          "--device", "cpu",     "--seeds", "0-9",      "--batch", "3",
+          "--noise-mode", "random",    "--noise-seed", "5",        "--trunc", "0.7",     "--outdir", outdir};
 }
 
 std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std::string>& b) {
@@ -95,13 +95,15 @@ TEST(CliShard, MpirunTwoProcessesEqualOneRun) {
   ASSERT_EQ(mpmd.status, 0) << describe(mpmd);
   EXPECT_EQ(names_of(files_of(dir + "/rank0")), seed_files(0, 4));
   EXPECT_EQ(names_of(files_of(dir + "/rank1")), seed_files(5, 9));
-  EXPECT_NE(mpmd.err.find("sg2 generate: note: shard 1/2 (OMPI_COMM_WORLD_RANK): positions 5-9 of the list's 10 (5 images)"),
-            std::string::npos) << mpmd.err;
+  EXPECT_NE(
+      mpmd.err.find("sg2 generate: note: shard 1/2 (OMPI_COMM_WORLD_RANK): positions 5-9 of the list's 10 (5 images)"),
+      std::string::npos)
+      << mpmd.err;
   EXPECT_TRUE(union_equals({dir + "/rank0", dir + "/rank1"}, dir + "/one"));
 
   // The usual form: `mpirun -np 2 sg2 generate ...` into one folder.
-  const CliResult shared = run_cli(plus({"--oversubscribe", "-np", "2", SG2_CLI}, generate_args(model, dir + "/shared")),
-                                   kMpiRoot, mpirun);
+  const CliResult shared =
+      run_cli(plus({"--oversubscribe", "-np", "2", SG2_CLI}, generate_args(model, dir + "/shared")), kMpiRoot, mpirun);
   ASSERT_EQ(shared.status, 0) << describe(shared);
   EXPECT_TRUE(union_equals({dir + "/shared"}, dir + "/one"));
 }
@@ -154,8 +156,9 @@ TEST(CliShard, WsRowsKeepTheirNamesAcrossShards) {
   for (int64_t i = 0; i < w.numel(); ++i) w.data()[i] = 0.1f * float(i % 17) - 0.8f;
   write_npy(dir + "/w.npy", w);
   auto args = [&](const std::string& out) {
-    return std::vector<std::string>{"generate", "--network", model, "--device", "cpu", "--ws", dir + "/w.npy",
-                                    "--batch", "2", "--noise-mode", "random", "--outdir", out};
+    return std::vector<std::string>{"generate", "--network",    model,     "--device", "cpu",
+                                    "--ws",     dir + "/w.npy", "--batch", "2",        "--noise-mode",
+                                    "random",   "--outdir",     out};
   };
   ASSERT_EQ(run_cli(args(dir + "/one")).status, 0);
   for (int i = 0; i < 2; ++i) {
@@ -169,7 +172,8 @@ TEST(CliShard, WsRowsKeepTheirNamesAcrossShards) {
 TEST(CliShard, ExplicitShardGridAndErrors) {
   const std::string dir = temp_dir("errors");
   const std::string model = write_tiny_model(dir);
-  const std::vector<std::string> array_env = {"SLURM_ARRAY_TASK_ID=1", "SLURM_ARRAY_TASK_MIN=0", "SLURM_ARRAY_TASK_COUNT=2"};
+  const std::vector<std::string> array_env = {"SLURM_ARRAY_TASK_ID=1", "SLURM_ARRAY_TASK_MIN=0",
+                                              "SLURM_ARRAY_TASK_COUNT=2"};
 
   // --shard wins over the environment; 0/1 turns sharding off (and allows --grid).
   CliResult r = run_cli(plus(generate_args(model, dir + "/explicit"), {"--shard", "0/5"}), array_env);
@@ -182,8 +186,9 @@ TEST(CliShard, ExplicitShardGridAndErrors) {
   // --grid under shards is refused before any work.
   r = run_cli(plus(generate_args(model, dir + "/grid"), {"--grid", "5x2"}), array_env);
   EXPECT_EQ(r.status, 2) << describe(r);
-  EXPECT_EQ(r.err, "sg2 generate: error: --grid needs the whole list in one process, but this is shard 1/2 "
-                   "(SLURM_ARRAY_TASK_ID): make the grid in a run of its own (--shard 0/1 turns sharding off)\n");
+  EXPECT_EQ(r.err,
+            "sg2 generate: error: --grid needs the whole list in one process, but this is shard 1/2 "
+            "(SLURM_ARRAY_TASK_ID): make the grid in a run of its own (--shard 0/1 turns sharding off)\n");
   EXPECT_FALSE(file_exists(dir + "/grid"));
 
   // Bad values: one line, exit 2, no output folder.
@@ -195,8 +200,9 @@ TEST(CliShard, ExplicitShardGridAndErrors) {
   EXPECT_EQ(r.err, "sg2 generate: error: --shard '1of2' is not I/N (shard I of N, 0 <= I < N, e.g. 0/4)\n");
   r = run_cli(generate_args(model, dir + "/bad"), {"OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=one"});
   EXPECT_EQ(r.status, 2) << describe(r);
-  EXPECT_EQ(r.err, "sg2 generate: error: environment: OMPI_COMM_WORLD_SIZE='one' is not a non-negative integer; pass "
-                   "--shard I/N to choose this process's part\n");
+  EXPECT_EQ(r.err,
+            "sg2 generate: error: environment: OMPI_COMM_WORLD_SIZE='one' is not a non-negative integer; pass "
+            "--shard I/N to choose this process's part\n");
   EXPECT_FALSE(file_exists(dir + "/bad"));
 
   // More shards than seeds: the last ones have nothing to do, and say so.

@@ -29,14 +29,17 @@ struct Manifest {
   void add(const std::string& name, const std::vector<uint8_t>& data) {
     text += name + " " + std::to_string(data.size()) + " " + detail::sha256_hex(data.data(), data.size()) + "\n";
   }
-  void add(const std::string& name, const std::string& data) { add(name, std::vector<uint8_t>(data.begin(), data.end())); }
+  void add(const std::string& name, const std::string& data) {
+    add(name, std::vector<uint8_t>(data.begin(), data.end()));
+  }
   std::string save(const std::string& path) const {
     std::ofstream(path) << text;
     return path;
   }
 };
 
-test::CliResult check_with_python(const std::string& zip, const std::string& manifest, const std::vector<std::string>& flags) {
+test::CliResult check_with_python(const std::string& zip, const std::string& manifest,
+                                  const std::vector<std::string>& flags) {
   std::vector<std::string> args = {test::source_path("tests/check_dataset_zip.py"), zip, manifest};
   args.insert(args.end(), flags.begin(), flags.end());
   return test::run_cli(args, {}, SG2_PYTHON);
@@ -144,8 +147,8 @@ TEST(DatasetZip, ShardArchivesMergeIntoOneDataset) {
     zip.finish(dataset_json(begin[s], begin[s + 1] - begin[s], 2));
   }
   merged.add("dataset.json", dataset_json(0, 5, 2));
-  test::CliResult r = test::run_cli({test::source_path("tools/merge_dataset_zips.py"), dir + "/fakes.zip", parts[0], parts[1]},
-                                    {}, SG2_PYTHON);
+  test::CliResult r = test::run_cli(
+      {test::source_path("tools/merge_dataset_zips.py"), dir + "/fakes.zip", parts[0], parts[1]}, {}, SG2_PYTHON);
   ASSERT_EQ(r.status, 0) << test::describe(r);
   EXPECT_EQ(r.out, "merge_dataset_zips: 5 images from 2 archives in " + dir + "/fakes.zip\n");
   r = check_with_python(dir + "/fakes.zip", merged.save(dir + "/manifest.txt"), {});
@@ -195,10 +198,11 @@ TEST(DatasetZip, AnUnfinishedArchiveLeavesNothing) {
 TEST(DatasetZip, AWriteFailureNamesTheArchiveAndLeavesNoFile) {
   // A full disk, emulated by a file size limit: write() fails with EFBIG (SIGXFSZ ignored).
   const std::string dir = test::temp_dir("full");
-  struct sigaction ign {}, old_sa {};
+  struct sigaction ign {
+  }, old_sa{};
   ign.sa_handler = SIG_IGN;
   ::sigaction(SIGXFSZ, &ign, &old_sa);
-  rlimit old_lim {};
+  rlimit old_lim{};
   ::getrlimit(RLIMIT_FSIZE, &old_lim);
   rlimit lim = old_lim;
   lim.rlim_cur = 3 << 20;
@@ -239,16 +243,18 @@ TEST(DatasetZip, RefusesBadNamesAndPaths) {
     }
     return "no error";
   };
-  EXPECT_EQ(error_of([&] { DatasetZip z(dir + "/x.tar"); }),
-            "invalid_argument: " + dir + "/x.tar: a dataset archive's name must end in .zip (the training code requires it)");
+  EXPECT_EQ(
+      error_of([&] { DatasetZip z(dir + "/x.tar"); }),
+      "invalid_argument: " + dir + "/x.tar: a dataset archive's name must end in .zip (the training code requires it)");
   EXPECT_EQ(error_of([&] { DatasetZip z(dir + "/"); }).substr(0, 17), "invalid_argument:");
   EXPECT_EQ(error_of([&] { DatasetZip z(dir + "/no/such/x.zip"); }),
             "io: " + dir + "/no/such/x.zip: cannot create " + dir + "/no/such/x.zip.tmp." + std::to_string(::getpid()) +
                 ": No such file or directory");
   DatasetZip zip(dir + "/ok.zip");
   const std::vector<uint8_t> d(3, 0);
-  for (const std::string& name : std::vector<std::string>{"", "/abs.png", "a//b.png", "a/../b.png", "./a.png", "a/", "dataset.json", "a\\b.png",
-                                 std::string("caf\xc3\xa9.png"), std::string("a\nb.png"), std::string(5000, 'a')}) {
+  for (const std::string& name :
+       std::vector<std::string>{"", "/abs.png", "a//b.png", "a/../b.png", "./a.png", "a/", "dataset.json", "a\\b.png",
+                                std::string("caf\xc3\xa9.png"), std::string("a\nb.png"), std::string(5000, 'a')}) {
     const std::string e = error_of([&] { zip.add(name, d); });
     EXPECT_EQ(e.substr(0, 17), "invalid_argument:") << name << " -> " << e;
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;  // escaped for the terminal

@@ -93,9 +93,12 @@ Image8 test_image(int w, int h, int c, int kind, uint32_t seed) {
     for (int x = 0; x < w; ++x)
       for (int k = 0; k < c; ++k) {
         uint8_t v = 0;
-        if (kind == 0) v = static_cast<uint8_t>(rng());
-        else if (kind == 1) v = static_cast<uint8_t>((x * 3 + y * 5 + k * 40 + (rng() & 3)) & 255);
-        else v = static_cast<uint8_t>(k * 60 + 7);
+        if (kind == 0)
+          v = static_cast<uint8_t>(rng());
+        else if (kind == 1)
+          v = static_cast<uint8_t>((x * 3 + y * 5 + k * 40 + (rng() & 3)) & 255);
+        else
+          v = static_cast<uint8_t>(k * 60 + 7);
         im.pixels[(size_t(y) * w + x) * c + k] = v;
       }
   return im;
@@ -191,8 +194,9 @@ TEST(PngEncode, ParsesLevels) {
       ADD_FAILURE() << "accepted '" << bad << "'";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
-      EXPECT_EQ(std::string(e.what()), "'" + std::string(bad) + "' is not a PNG level (0-12: 0 stores, 1 is fastest, "
-                                       "12 smallest; or fast = 1, default = 9)");
+      EXPECT_EQ(std::string(e.what()), "'" + std::string(bad) +
+                                           "' is not a PNG level (0-12: 0 stores, 1 is fastest, "
+                                           "12 smallest; or fast = 1, default = 9)");
     }
   }
 }
@@ -271,11 +275,12 @@ TEST(PngEncode, CliRefusesAGridOverTheLimitBeforeAnyWork) {
   test::CliResult r = test::run_cli({"generate", "--network", model, "--device", "cpu", "--seeds", "0-3", "--grid",
                                      "256x256", "--outdir", dir + "/g"});
   EXPECT_EQ(r.status, 2) << test::describe(r);
-  EXPECT_EQ(r.err, "sg2 generate: error: " + dir + "/g/grid.png: a 32768x32768x3 image is too large for one PNG (its "
-                   "rows may take at most 2013265920 bytes, e.g. 25000x25000 RGB)\n");
+  EXPECT_EQ(r.err, "sg2 generate: error: " + dir +
+                       "/g/grid.png: a 32768x32768x3 image is too large for one PNG (its "
+                       "rows may take at most 2013265920 bytes, e.g. 25000x25000 RGB)\n");
   EXPECT_FALSE(test::file_exists(dir + "/g"));
-  r = test::run_cli({"mix", "--network", model, "--device", "cpu", "--rows", "0-255", "--cols", "0-255", "--outdir",
-                     dir + "/m"});
+  r = test::run_cli(
+      {"mix", "--network", model, "--device", "cpu", "--rows", "0-255", "--cols", "0-255", "--outdir", dir + "/m"});
   EXPECT_EQ(r.status, 2) << test::describe(r);
   EXPECT_NE(r.err.find("/m/grid.png: a 32896x32896x3 image is too large for one PNG"), std::string::npos) << r.err;
   EXPECT_FALSE(test::file_exists(dir + "/m"));
@@ -308,8 +313,9 @@ TEST(PngEncode, CliPngLevel) {
   const test::CliResult bad = test::run_cli({"generate", "--network", model, "--device", "cpu", "--seeds", "3",
                                              "--class", "3", "--png-level", "13", "--outdir", dir + "/bad"});
   EXPECT_EQ(bad.status, 2) << test::describe(bad);
-  EXPECT_EQ(bad.err, "sg2 generate: error: --png-level: '13' is not a PNG level (0-12: 0 stores, 1 is fastest, 12 "
-                     "smallest; or fast = 1, default = 9)\n");
+  EXPECT_EQ(bad.err,
+            "sg2 generate: error: --png-level: '13' is not a PNG level (0-12: 0 stores, 1 is fastest, 12 "
+            "smallest; or fast = 1, default = 9)\n");
   EXPECT_FALSE(test::file_exists(dir + "/bad"));
 }
 
@@ -338,7 +344,8 @@ TEST(PngEncode, WritePngIsAtomicAndNamesTheFile) {
     ADD_FAILURE();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
-    EXPECT_NE(std::string(e.what()).find(dir + "/c.png: a 17x9x4 image needs 612 bytes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(dir + "/c.png: a 17x9x4 image needs 612 bytes"), std::string::npos)
+        << e.what();
   }
   EXPECT_FALSE(test::file_exists(dir + "/c.png"));
 }

@@ -43,8 +43,8 @@ TEST(Shard, ParsesIOfN) {
             "invalid_argument: shard 4/4: I must be below N (shards are numbered 0 to N-1)");
   EXPECT_EQ(error_of([] { parse_shard("0/0"); }), "invalid_argument: shard 0/0: N must be in [1, 1048576]");
   EXPECT_EQ(error_of([] { parse_shard("0/1048577"); }), "invalid_argument: shard 0/1048577: N must be in [1, 1048576]");
-  for (const char* bad : {"", "3", "/4", "3/", "-1/4", "1/-4", "a/b", "1/4/5", " 1/4", "1/4 ", "+1/4", "1.0/4",
-                          "99999999999999999999/4"})
+  for (const char* bad :
+       {"", "3", "/4", "3/", "-1/4", "1/-4", "a/b", "1/4/5", " 1/4", "1/4 ", "+1/4", "1.0/4", "99999999999999999999/4"})
     EXPECT_EQ(error_of([&] { parse_shard(bad); }).substr(0, 25), "invalid_argument: shard '") << bad;
   EXPECT_EQ(error_of([] { parse_shard("1\x1b[2J/4"); }),
             "invalid_argument: shard '1\\x1b[2J/4' is not I/N (shard I of N, 0 <= I < N, e.g. 0/4)");
@@ -88,37 +88,49 @@ TEST(Shard, NoLauncherMeansTheWholeRun) {
 
 TEST(Shard, SlurmJobArrays) {
   // --array=0-9
-  Shard s = shard_from_environment(env_of({{"SLURM_ARRAY_TASK_ID", "4"}, {"SLURM_ARRAY_TASK_COUNT", "10"},
-                                           {"SLURM_ARRAY_TASK_MIN", "0"}, {"SLURM_ARRAY_TASK_MAX", "9"},
+  Shard s = shard_from_environment(env_of({{"SLURM_ARRAY_TASK_ID", "4"},
+                                           {"SLURM_ARRAY_TASK_COUNT", "10"},
+                                           {"SLURM_ARRAY_TASK_MIN", "0"},
+                                           {"SLURM_ARRAY_TASK_MAX", "9"},
                                            {"SLURM_ARRAY_TASK_STEP", "1"}}));
   EXPECT_EQ(s.str(), "4/10");
   EXPECT_EQ(s.source, "SLURM_ARRAY_TASK_ID");
   // --array=1-7:2 (ids 1, 3, 5, 7): id 5 is position 2 of 4.
-  s = shard_from_environment(env_of({{"SLURM_ARRAY_TASK_ID", "5"}, {"SLURM_ARRAY_TASK_COUNT", "4"},
-                                     {"SLURM_ARRAY_TASK_MIN", "1"}, {"SLURM_ARRAY_TASK_MAX", "7"},
+  s = shard_from_environment(env_of({{"SLURM_ARRAY_TASK_ID", "5"},
+                                     {"SLURM_ARRAY_TASK_COUNT", "4"},
+                                     {"SLURM_ARRAY_TASK_MIN", "1"},
+                                     {"SLURM_ARRAY_TASK_MAX", "7"},
                                      {"SLURM_ARRAY_TASK_STEP", "2"}}));
   EXPECT_EQ(s.str(), "2/4");
   // --array=1-16 without STEP (older Slurm): step 1.
-  s = shard_from_environment(env_of({{"SLURM_ARRAY_TASK_ID", "16"}, {"SLURM_ARRAY_TASK_COUNT", "16"},
-                                     {"SLURM_ARRAY_TASK_MIN", "1"}, {"SLURM_ARRAY_TASK_MAX", "16"}}));
+  s = shard_from_environment(env_of({{"SLURM_ARRAY_TASK_ID", "16"},
+                                     {"SLURM_ARRAY_TASK_COUNT", "16"},
+                                     {"SLURM_ARRAY_TASK_MIN", "1"},
+                                     {"SLURM_ARRAY_TASK_MAX", "16"}}));
   EXPECT_EQ(s.str(), "15/16");
   EXPECT_EQ(s.local_rank, -1);  // an array task alone gives no local rank
   // --array=1,4,9: not a range; a task cannot know its position.
   EXPECT_EQ(error_of([] {
-              shard_from_environment(env_of({{"SLURM_ARRAY_TASK_ID", "4"}, {"SLURM_ARRAY_TASK_COUNT", "3"},
-                                             {"SLURM_ARRAY_TASK_MIN", "1"}, {"SLURM_ARRAY_TASK_MAX", "9"},
+              shard_from_environment(env_of({{"SLURM_ARRAY_TASK_ID", "4"},
+                                             {"SLURM_ARRAY_TASK_COUNT", "3"},
+                                             {"SLURM_ARRAY_TASK_MIN", "1"},
+                                             {"SLURM_ARRAY_TASK_MAX", "9"},
                                              {"SLURM_ARRAY_TASK_STEP", "1"}}));
             }),
             "invalid_argument: environment: the job array's task ids are not a range (SLURM_ARRAY_TASK_MIN=1, "
             "SLURM_ARRAY_TASK_STEP=1, SLURM_ARRAY_TASK_COUNT=3, SLURM_ARRAY_TASK_MAX=9): submit it as --array=A-B or "
             "A-B:S");
   EXPECT_EQ(error_of([] {
-              shard_from_environment(env_of({{"SLURM_ARRAY_TASK_ID", "4"}, {"SLURM_ARRAY_TASK_COUNT", "4"},
-                                             {"SLURM_ARRAY_TASK_MIN", "1"}, {"SLURM_ARRAY_TASK_STEP", "2"}}));
+              shard_from_environment(env_of({{"SLURM_ARRAY_TASK_ID", "4"},
+                                             {"SLURM_ARRAY_TASK_COUNT", "4"},
+                                             {"SLURM_ARRAY_TASK_MIN", "1"},
+                                             {"SLURM_ARRAY_TASK_STEP", "2"}}));
             }),
             "invalid_argument: environment: SLURM_ARRAY_TASK_ID=4 is not a task of the array (SLURM_ARRAY_TASK_MIN=1, "
             "SLURM_ARRAY_TASK_STEP=2, SLURM_ARRAY_TASK_COUNT=4)");
-  EXPECT_EQ(error_of([] { shard_from_environment(env_of({{"SLURM_ARRAY_TASK_ID", "4"}})); }),
+  EXPECT_EQ(error_of([] {
+              shard_from_environment(env_of({{"SLURM_ARRAY_TASK_ID", "4"}}));
+            }),
             "invalid_argument: environment: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT or "
             "SLURM_ARRAY_TASK_MIN is not");
   EXPECT_EQ(error_of([] {
@@ -128,14 +140,17 @@ TEST(Shard, SlurmJobArrays) {
 }
 
 TEST(Shard, SrunSteps) {
-  Shard s = shard_from_environment(env_of({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_STEP_NUM_TASKS", "8"},
-                                           {"SLURM_LOCALID", "1"}, {"SLURM_STEP_ID", "0"}}));
+  Shard s = shard_from_environment(env_of({{"SLURM_PROCID", "5"},
+                                           {"SLURM_NTASKS", "8"},
+                                           {"SLURM_STEP_NUM_TASKS", "8"},
+                                           {"SLURM_LOCALID", "1"},
+                                           {"SLURM_STEP_ID", "0"}}));
   EXPECT_EQ(s.str(), "5/8");
   EXPECT_EQ(s.local_rank, 1);
   EXPECT_EQ(s.source, "SLURM_PROCID");
   // A batch script run without srun sees the allocation's SLURM_NTASKS and SLURM_PROCID=0: one process.
-  s = shard_from_environment(env_of({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "0"},
-                                     {"SLURM_JOB_ID", "77"}}));
+  s = shard_from_environment(
+      env_of({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "0"}, {"SLURM_JOB_ID", "77"}}));
   EXPECT_EQ(s.str(), "0/1");
   EXPECT_FALSE(s.sharded());
   EXPECT_EQ(error_of([] {
@@ -145,8 +160,8 @@ TEST(Shard, SrunSteps) {
 }
 
 TEST(Shard, MpiLaunchers) {
-  Shard s = shard_from_environment(env_of({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"},
-                                           {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}}));
+  Shard s = shard_from_environment(
+      env_of({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}}));
   EXPECT_EQ(s.str(), "3/4");
   EXPECT_EQ(s.local_rank, 1);
   EXPECT_EQ(s.source, "OMPI_COMM_WORLD_RANK");
@@ -160,36 +175,49 @@ TEST(Shard, MpiLaunchers) {
   EXPECT_EQ(s.str(), "1/2");
   EXPECT_EQ(s.local_rank, 1);
   // mpirun inside a Slurm allocation: the ranks inherit the daemon's srun step; MPI wins.
-  s = shard_from_environment(env_of({{"OMPI_COMM_WORLD_RANK", "6"}, {"OMPI_COMM_WORLD_SIZE", "8"},
-                                     {"OMPI_COMM_WORLD_LOCAL_RANK", "2"}, {"SLURM_PROCID", "1"},
-                                     {"SLURM_STEP_NUM_TASKS", "2"}, {"SLURM_LOCALID", "0"}}));
+  s = shard_from_environment(env_of({{"OMPI_COMM_WORLD_RANK", "6"},
+                                     {"OMPI_COMM_WORLD_SIZE", "8"},
+                                     {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
+                                     {"SLURM_PROCID", "1"},
+                                     {"SLURM_STEP_NUM_TASKS", "2"},
+                                     {"SLURM_LOCALID", "0"}}));
   EXPECT_EQ(s.str(), "6/8");
   EXPECT_EQ(s.local_rank, 2);
-  EXPECT_EQ(error_of([] { shard_from_environment(env_of({{"OMPI_COMM_WORLD_RANK", "0"}})); }),
+  EXPECT_EQ(error_of([] {
+              shard_from_environment(env_of({{"OMPI_COMM_WORLD_RANK", "0"}}));
+            }),
             "invalid_argument: environment: OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not");
-  EXPECT_EQ(error_of([] { shard_from_environment(env_of({{"PMI_RANK", "0"}, {"PMI_SIZE", "0"}})); }),
+  EXPECT_EQ(error_of([] {
+              shard_from_environment(env_of({{"PMI_RANK", "0"}, {"PMI_SIZE", "0"}}));
+            }),
             "invalid_argument: environment: PMI_SIZE=0 is out of range [1, 1048576]");
 }
 
 TEST(Shard, ArraysOfMultiProcessStepsMultiply) {
   // --array=0-2, each task `srun -n 4`: 12 shards; task 1's process 3 is shard 7.
-  const Shard s = shard_from_environment(env_of({{"SLURM_ARRAY_TASK_ID", "1"}, {"SLURM_ARRAY_TASK_COUNT", "3"},
-                                                 {"SLURM_ARRAY_TASK_MIN", "0"}, {"SLURM_ARRAY_TASK_MAX", "2"},
-                                                 {"SLURM_PROCID", "3"}, {"SLURM_STEP_NUM_TASKS", "4"},
+  const Shard s = shard_from_environment(env_of({{"SLURM_ARRAY_TASK_ID", "1"},
+                                                 {"SLURM_ARRAY_TASK_COUNT", "3"},
+                                                 {"SLURM_ARRAY_TASK_MIN", "0"},
+                                                 {"SLURM_ARRAY_TASK_MAX", "2"},
+                                                 {"SLURM_PROCID", "3"},
+                                                 {"SLURM_STEP_NUM_TASKS", "4"},
                                                  {"SLURM_LOCALID", "3"}}));
   EXPECT_EQ(s.str(), "7/12");
   EXPECT_EQ(s.source, "SLURM_ARRAY_TASK_ID x SLURM_PROCID");
   EXPECT_EQ(s.local_rank, 3);
   EXPECT_EQ(error_of([] {
-              shard_from_environment(env_of({{"SLURM_ARRAY_TASK_ID", "0"}, {"SLURM_ARRAY_TASK_COUNT", "2048"},
-                                             {"SLURM_ARRAY_TASK_MIN", "0"}, {"PMI_RANK", "0"}, {"PMI_SIZE", "1024"}}));
+              shard_from_environment(env_of({{"SLURM_ARRAY_TASK_ID", "0"},
+                                             {"SLURM_ARRAY_TASK_COUNT", "2048"},
+                                             {"SLURM_ARRAY_TASK_MIN", "0"},
+                                             {"PMI_RANK", "0"},
+                                             {"PMI_SIZE", "1024"}}));
             }),
             "invalid_argument: environment: 2048 array tasks x 1024 processes is more than 1048576 shards");
 }
 
 TEST(Shard, ExplicitShardWinsAndKeepsTheLocalRank) {
-  const EnvLookup env = env_of({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
-                                {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}});
+  const EnvLookup env =
+      env_of({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}});
   Shard s = resolve_shard(std::string("0/1"), env);
   EXPECT_FALSE(s.sharded());
   EXPECT_EQ(s.local_rank, 1);

@@ -89,13 +89,12 @@ std::vector<int> parse_levels(const std::string& text) {
 
 int run(int argc, char** argv) {
   cxxopts::Options opts("sg2_png_bench", "sg2's PNG encoder at each level against a folder of reference PNGs");
-  opts.add_options()("h,help", "show this help")
-      ("dir", "folder of reference PNGs", cxxopts::value<std::string>())
-      ("levels", "levels to measure: list and ranges of 0-12", cxxopts::value<std::string>()->default_value("0-12"))
-      ("threads", "encoder threads for img/s (default: the cores)", cxxopts::value<int>())
-      ("limit", "at most this many reference files", cxxopts::value<int>()->default_value("64"))
-      ("time-images", "images timed on one thread", cxxopts::value<int>()->default_value("8"))
-      ("reps", "timed encodes per image on one thread (median)", cxxopts::value<int>()->default_value("3"));
+  opts.add_options()("h,help", "show this help")("dir", "folder of reference PNGs", cxxopts::value<std::string>())(
+      "levels", "levels to measure: list and ranges of 0-12", cxxopts::value<std::string>()->default_value("0-12"))(
+      "threads", "encoder threads for img/s (default: the cores)", cxxopts::value<int>())(
+      "limit", "at most this many reference files", cxxopts::value<int>()->default_value("64"))(
+      "time-images", "images timed on one thread", cxxopts::value<int>()->default_value("8"))(
+      "reps", "timed encodes per image on one thread (median)", cxxopts::value<int>()->default_value("3"));
   opts.parse_positional({"dir"});
   opts.positional_help("REF_DIR");
   auto args = opts.parse(argc, argv);
@@ -116,8 +115,10 @@ int run(int argc, char** argv) {
   std::printf("reference: %zu PNGs in %s (first %dx%dx%d), %.1f MB; %d threads, %zu timed images x %d reps\n\n",
               refs.size(), args["dir"].as<std::string>().c_str(), f.width, f.height, f.channels, ref_total / 1e6,
               threads, timed, reps);
-  std::printf("| level | bytes vs reference | worst file | files <= reference | ms/img (1 thread, CPU) | img/s (%d threads) |\n",
-              threads);
+  std::printf(
+      "| level | bytes vs reference | worst file | files <= reference | ms/img (1 thread, CPU) | img/s (%d threads) "
+      "|\n",
+      threads);
   std::printf("|---|---|---|---|---|---|\n");
   for (int level : levels) {
     // One thread: CPU time per encode.

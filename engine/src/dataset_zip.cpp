@@ -111,7 +111,8 @@ struct DatasetZip::Impl {
       const char* s = archive_error_string(a);
       if (s != nullptr) why = s;
       const int e = archive_errno(a);
-      if (e > 0 && why.find(std::strerror(e)) == std::string::npos) why += (why.empty() ? "" : ": ") + std::string(std::strerror(e));
+      if (e > 0 && why.find(std::strerror(e)) == std::string::npos)
+        why += (why.empty() ? "" : ": ") + std::string(std::strerror(e));
     }
     return why.empty() ? "unknown error" : why;
   }
@@ -166,7 +167,8 @@ DatasetZip::DatasetZip(const std::string& path) : impl_(std::make_unique<Impl>()
   Impl& z = *impl_;
   z.path = path;
   if (!ends_with_zip(path))
-    fail(ErrorKind::invalid_argument, printable(path), ": a dataset archive's name must end in .zip (the training code requires it)");
+    fail(ErrorKind::invalid_argument, printable(path),
+         ": a dataset archive's name must end in .zip (the training code requires it)");
   z.tmp = path + ".tmp." + std::to_string(::getpid());
   z.fd = ::open(z.tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (z.fd < 0) fail(ErrorKind::io, printable(path), ": cannot create ", printable(z.tmp), ": ", std::strerror(errno));
@@ -200,10 +202,13 @@ DatasetZip& DatasetZip::operator=(DatasetZip&& other) noexcept {
 
 void DatasetZip::add(const std::string& name, const void* data, size_t size) {
   if (!impl_ || impl_->state != Impl::State::open)
-    fail(ErrorKind::invalid_argument, impl_ ? printable(impl_->path) : std::string("zip"), ": add() after the archive was finished or closed");
+    fail(ErrorKind::invalid_argument, impl_ ? printable(impl_->path) : std::string("zip"),
+         ": add() after the archive was finished or closed");
   const std::string why = bad_name(name);
-  if (!why.empty()) fail(ErrorKind::invalid_argument, printable(impl_->path), ": entry name '", printable(name), "' ", why);
-  if (data == nullptr && size > 0) fail(ErrorKind::invalid_argument, printable(impl_->path), ": no data for '", printable(name), "'");
+  if (!why.empty())
+    fail(ErrorKind::invalid_argument, printable(impl_->path), ": entry name '", printable(name), "' ", why);
+  if (data == nullptr && size > 0)
+    fail(ErrorKind::invalid_argument, printable(impl_->path), ": no data for '", printable(name), "'");
   impl_->write_entry(name, data, size);
   impl_->entries += 1;
   impl_->bytes += size;
@@ -211,7 +216,8 @@ void DatasetZip::add(const std::string& name, const void* data, size_t size) {
 
 void DatasetZip::finish(const std::string& dataset_json) {
   if (!impl_ || impl_->state != Impl::State::open)
-    fail(ErrorKind::invalid_argument, impl_ ? printable(impl_->path) : std::string("zip"), ": finish() after the archive was finished or closed");
+    fail(ErrorKind::invalid_argument, impl_ ? printable(impl_->path) : std::string("zip"),
+         ": finish() after the archive was finished or closed");
   Impl& z = *impl_;
   z.write_entry("dataset.json", dataset_json.data(), dataset_json.size());
   if (archive_write_close(z.a) != ARCHIVE_OK) z.fail_write(z.archive_reason());

@@ -76,8 +76,7 @@ void check_png_size(int64_t width, int64_t height, int64_t channels, const std::
   const bool fits = width <= (limit - 1) / channels && (width * channels + 1) <= limit / height;
   if (!fits)
     fail(ErrorKind::invalid_argument, what, ": a ", width, "x", height, "x", channels,
-         " image is too large for one PNG (its rows may take at most ", limit,
-         " bytes, e.g. 25000x25000 RGB)");
+         " image is too large for one PNG (its rows may take at most ", limit, " bytes, e.g. 25000x25000 RGB)");
 }
 
 int parse_png_level(const std::string& text) {

@@ -46,8 +46,7 @@ std::optional<int64_t> env_int(const EnvLookup& env, const std::string& name) {
   if (!v) return std::nullopt;
   const std::optional<int64_t> n = parse_decimal(*v);
   if (!n)
-    fail(ErrorKind::invalid_argument, "environment: ", name, "='", printable(*v),
-         "' is not a non-negative integer");
+    fail(ErrorKind::invalid_argument, "environment: ", name, "='", printable(*v), "' is not a non-negative integer");
   return n;
 }
 
@@ -58,9 +57,7 @@ struct Level {
   std::string source;
 };
 
-[[noreturn]] void bad_env(const std::string& what) {
-  fail(ErrorKind::invalid_argument, "environment: ", what);
-}
+[[noreturn]] void bad_env(const std::string& what) { fail(ErrorKind::invalid_argument, "environment: ", what); }
 
 /// A launcher's rank/size pair; nullopt when `rank_var` is unset.
 std::optional<Level> rank_level(const EnvLookup& env, const std::string& rank_var, const std::string& size_var,
@@ -97,14 +94,16 @@ std::optional<Level> array_level(const EnvLookup& env) {
   if (!count || !min) bad_env("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT or SLURM_ARRAY_TASK_MIN is not");
   const int64_t step = env_int(env, "SLURM_ARRAY_TASK_STEP").value_or(1);
   if (*count < 1 || *count > kMaxShards)
-    bad_env("SLURM_ARRAY_TASK_COUNT=" + std::to_string(*count) + " is out of range [1, " + std::to_string(kMaxShards) + "]");
+    bad_env("SLURM_ARRAY_TASK_COUNT=" + std::to_string(*count) + " is out of range [1, " + std::to_string(kMaxShards) +
+            "]");
   const int64_t big = int64_t(1) << 40;  // Slurm's ids are far smaller; this keeps the arithmetic exact
   if (step < 1 || step > big) bad_env("SLURM_ARRAY_TASK_STEP=" + std::to_string(step) + " is out of range");
   if (*min > big) bad_env("SLURM_ARRAY_TASK_MIN=" + std::to_string(*min) + " is out of range");
   const int64_t last = *min + (*count - 1) * step;  // count and step are bounded: no overflow
   const std::optional<int64_t> max = env_int(env, "SLURM_ARRAY_TASK_MAX");
-  const std::string layout = "SLURM_ARRAY_TASK_MIN=" + std::to_string(*min) + ", SLURM_ARRAY_TASK_STEP=" +
-                             std::to_string(step) + ", SLURM_ARRAY_TASK_COUNT=" + std::to_string(*count);
+  const std::string layout = "SLURM_ARRAY_TASK_MIN=" + std::to_string(*min) +
+                             ", SLURM_ARRAY_TASK_STEP=" + std::to_string(step) +
+                             ", SLURM_ARRAY_TASK_COUNT=" + std::to_string(*count);
   if (max && *max != last)
     bad_env("the job array's task ids are not a range (" + layout + ", SLURM_ARRAY_TASK_MAX=" + std::to_string(*max) +
             "): submit it as --array=A-B or A-B:S");
@@ -119,10 +118,10 @@ std::optional<Level> array_level(const EnvLookup& env) {
 
 /// The processes of one launch: MPI launchers first, then a Slurm step.
 std::optional<Level> process_level(const EnvLookup& env) {
-  std::optional<Level> l = rank_level(env, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", {"OMPI_COMM_WORLD_LOCAL_RANK"});
+  std::optional<Level> l =
+      rank_level(env, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", {"OMPI_COMM_WORLD_LOCAL_RANK"});
   if (!l) l = rank_level(env, "PMI_RANK", "PMI_SIZE", {"MPI_LOCALRANKID", "PMI_LOCAL_RANK"});
-  if (!l && env("SLURM_STEP_NUM_TASKS"))
-    l = rank_level(env, "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", {"SLURM_LOCALID"});
+  if (!l && env("SLURM_STEP_NUM_TASKS")) l = rank_level(env, "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", {"SLURM_LOCALID"});
   if (l && l->local_rank < 0) {
     const std::optional<int64_t> lr = env_int(env, "SLURM_LOCALID");
     if (lr) {
@@ -186,9 +185,12 @@ Shard shard_from_environment(const EnvLookup& env) {
             std::to_string(kMaxShards) + " shards");
   s.index = a.rank * p.size + p.rank;
   s.count = a.size * p.size;
-  if (array && procs) s.source = a.source + " x " + p.source;
-  else if (array) s.source = a.source;
-  else if (procs) s.source = p.source;
+  if (array && procs)
+    s.source = a.source + " x " + p.source;
+  else if (array)
+    s.source = a.source;
+  else if (procs)
+    s.source = p.source;
   return s;
 }
 
