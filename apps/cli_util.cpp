@@ -335,6 +335,60 @@ Tensor class_labels(const cxxopts::ParseResult& args, const ModelConfig& cfg, in
   return one_hot(std::vector<int>(static_cast<size_t>(n), static_cast<int>(k)), cfg.c_dim);
 }
 
+// --- sharding ------------------------------------------------------------------------------
+
+void add_shard_option(cxxopts::Options& opts) {
+  opts.add_options()("shard", "make only part I of N of the list (0 <= I < N; contiguous blocks in list order); "
+                              "default: from Slurm job arrays, srun or mpirun (README \"Bulk generation\"); 0/1 = all",
+                     cxxopts::value<std::string>(), "I/N");
+}
+
+void add_png_level_option(cxxopts::Options& opts) {
+  opts.add_options()("png-level", "PNG compression 0-12 (0 stores, 1 fastest, 12 smallest), fast (= 1) or default "
+                                  "(= 9); the pixels are the same at every level",
+                     cxxopts::value<std::string>()->default_value("default"), "L");
+}
+
+PngOptions png_options(const cxxopts::ParseResult& args) {
+  PngOptions o;
+  try {
+    o.level = parse_png_level(get(args, "png-level"));
+  } catch (const Error& e) {
+    fail(e.kind(), "--png-level: ", e.what());
+  }
+  return o;
+}
+
+ShardPlan plan_shard(const cxxopts::ParseResult& args) {
+  const EnvLookup env = process_environment();
+  const std::optional<std::string> option = has(args, "shard") ? std::optional<std::string>(get(args, "shard")) : std::nullopt;
+  ShardPlan p;
+  try {
+    p.shard = resolve_shard(option, env);
+  } catch (const Error& e) {
+    if (option) fail(e.kind(), "--", e.what());  // "--shard 4/4: I must be below N ..."
+    fail(e.kind(), e.what(), "; pass --shard I/N to choose this process's part");
+  }
+  if (option) p.shard.source = "--shard";
+  const bool device_open = !has(args, "device") || get(args, "device") == "cuda";
+  const std::optional<int> ordinal = shard_cuda_ordinal(p.shard, cuda_visible_device_count(env));
+  if (device_open && ordinal && cuda_available()) p.gpu = Device::parse("cuda:" + std::to_string(*ordinal));
+  return p;
+}
+
+std::string shard_note(const ShardPlan& p) {
+  if (!p.shard.sharded()) return {};
+  std::ostringstream os;
+  os << "shard " << p.shard.str() << " (" << p.shard.source << "): ";
+  if (p.range.size() == 0)
+    os << "nothing to make (" << p.total << " items for " << p.shard.count << " shards)";
+  else
+    os << "positions " << p.range.begin << "-" << p.range.end - 1 << " of the list's " << p.total << " ("
+       << p.range.size() << (p.range.size() == 1 ? " image)" : " images)");
+  if (p.gpu) os << " on " << p.gpu->str() << " (local rank " << p.shard.local_rank << ")";
+  return os.str();
+}
+
 // --- outputs -------------------------------------------------------------------------------
 
 std::string seed_stem(uint64_t seed) { return indexed_stem("seed", static_cast<int64_t>(seed), 4); }

@@ -23,6 +23,7 @@
 #include "sg2/generator.h"
 #include "sg2/image.h"
 #include "sg2/model.h"
+#include "sg2/shard.h"
 #include "sg2/tensor.h"
 
 namespace sg2::cli {
@@ -122,6 +123,44 @@ Tensor class_labels(const cxxopts::ParseResult& args, const ModelConfig& cfg, in
 
 /// Adds --class K.
 void add_class_option(cxxopts::Options& opts);
+
+// --- sharding (sg2/shard.h) ----------------------------------------------------------------
+
+/// Adds --shard I/N.
+void add_shard_option(cxxopts::Options& opts);
+
+/// --png-level L (0-12, fast, default; generate).
+void add_png_level_option(cxxopts::Options& opts);
+/// The PngOptions --png-level asks for (default: kPngLevelDefault). Error(invalid_argument)
+/// "--png-level: 'x' is not a PNG level (...)" (exit 2).
+PngOptions png_options(const cxxopts::ParseResult& args);
+
+/// This process's part of a run (sg2/shard.h): its shard, and once the list's length is known, its
+/// block of the list.
+struct ShardPlan {
+  Shard shard;                ///< count 1 when the run is not sharded
+  IndexRange range;           ///< the positions [begin, end) of the list this process makes
+  int64_t total = 0;          ///< the whole list's length
+  std::optional<Device> gpu;  ///< the GPU of the launcher's local rank, when it picks one
+  /// Sets total and range (shard_range) for a list of `n` items.
+  void set_total(int64_t n) {
+    total = n;
+    range = shard_range(n, shard);
+  }
+};
+
+/// The shard of this run: --shard when given, else the launchers' environment (Slurm job arrays,
+/// srun, mpirun; resolve_shard). gpu: when --device is absent or plain "cuda", the launcher gave a
+/// local rank and CUDA is usable, that rank's GPU (shard_cuda_ordinal over the CUDA_VISIBLE_DEVICES
+/// entries). Call set_total() with the list's length. Prints nothing. Errors:
+/// Error(invalid_argument) (exit 2): "--shard ..." for a bad --shard, the environment's message
+/// plus "; pass --shard I/N to choose this process's part" for bad launcher variables.
+ShardPlan plan_shard(const cxxopts::ParseResult& args);
+
+/// What a sharded run says (a note, after its options are validated, unless -q): "shard 1/4
+/// (OMPI_COMM_WORLD_RANK): positions 25-49 of the list's 100 (25 images) on cuda:1 (local rank 1)";
+/// "" when the run is not sharded.
+std::string shard_note(const ShardPlan& plan);
 
 // --- outputs -------------------------------------------------------------------------------
 

@@ -65,6 +65,8 @@ int run_generate(int argc, char** argv) {
       ("grid", "also write grid.png: the images in generation order, row by row", cxxopts::value<std::string>(),
        "COLSxROWS");
   add_class_option(opts);
+  add_shard_option(opts);
+  add_png_level_option(opts);
   add_model_options(opts);
   add_quiet_option(opts);
   auto args = parse(opts, argc, argv);
@@ -116,21 +118,34 @@ int run_generate(int argc, char** argv) {
     ws_layout = parse_ws_layout(get(args, "ws-as"));
   }
   const OutputFormat fmt = parse_format(get(args, "format"));
+  const PngOptions png = png_options(args);
   std::optional<GridShape> grid;
   if (has(args, "grid")) grid = parse_grid(get(args, "grid"));
   const bool save_ws = has(args, "save-ws");
   const bool quiet = has(args, "quiet");
-  const GeneratorOptions gen_options = generator_options(args);
+  GeneratorOptions gen_options = generator_options(args);
   WsArray ws_file;
   if (from_ws) ws_file = read_ws_array(get(args, "ws"));  // file errors before the model load
+  // --- sharding: this process's block of the list (--shard, or Slurm / MPI launchers' variables)
+  // and, for a launcher's local rank, its GPU. Images keep their names (seeds; ws rows by their
+  // row in the file) and noise, so the shards' files together are the one-process run's.
+  ShardPlan shard = plan_shard(args);
+  if (grid && shard.shard.sharded())
+    fail(ErrorKind::invalid_argument, "--grid needs the whole list in one process, but this is shard ", shard.shard.str(),
+         " (", shard.shard.source, "): make the grid in a run of its own (--shard 0/1 turns sharding off)");
+  if (!from_ws) {
+    shard.set_total(static_cast<int64_t>(seeds.size()));
+    seeds = std::vector<uint32_t>(seeds.begin() + shard.range.begin, seeds.begin() + shard.range.end);
+  }
   if (grid) check_grid_size(*grid);
   if (grid && !from_ws && static_cast<int64_t>(seeds.size()) > int64_t(grid->cols) * grid->rows)
     fail(ErrorKind::invalid_argument, "--grid ", grid->cols, "x", grid->rows, " has ", grid->cols * grid->rows,
          " cells for ", seeds.size(), " images");
   int jobs = available_cores();
   if (has(args, "jobs")) jobs = static_cast<int>(parse_int("jobs", get(args, "jobs"), 1, 1024));
-  const std::vector<Device> devices = has(args, "device") ? Device::parse_list(get(args, "device"))
-                                                          : std::vector<Device>{Device::best_available()};
+  std::vector<Device> devices = has(args, "device") ? Device::parse_list(get(args, "device"))
+                                                    : std::vector<Device>{Device::best_available()};
+  if (shard.gpu) devices = {*shard.gpu};  // the launcher's local rank picks the GPU
   OutputDir out(get(args, "outdir"));
 
   // --- model, generators and the job -----------------------------------------------------------
@@ -150,6 +165,9 @@ int run_generate(int argc, char** argv) {
       say("generate", "note", "--ws " + get(args, "ws") + ": " + ws_file.note + ", " + ws_file.values.shape_str());
     job.ws = fit_ws(ws_file.values, get(args, "ws"), cfg, ws_layout);
     ws_file.values = Tensor();
+    shard.set_total(job.ws.dim(0));  // rows are known once the model says how to read the array
+    job.ws = job.ws.slice0(shard.range.begin, shard.range.end);
+    job.ws_first_row = shard.range.begin;
     if (grid && job.ws.dim(0) > int64_t(grid->cols) * grid->rows)
       fail(ErrorKind::invalid_argument, "--grid ", grid->cols, "x", grid->rows, " has ", grid->cols * grid->rows,
            " cells for ", job.ws.dim(0), " images");
@@ -174,6 +192,7 @@ int run_generate(int argc, char** argv) {
       break;
     }
   model_notices("generate", cfg, from_ws ? nullptr : &trunc, noise_mode, quiet);
+  if (!quiet && shard.shard.sharded()) say("generate", "note", shard_note(shard));
   if (duplicates > 0 && !quiet)
     say("generate", "note", "--seeds lists " + std::to_string(duplicates) + (duplicates == 1 ? " seed" : " seeds") +
                                 " more than once; each seed is generated once (" + std::to_string(seeds.size()) + " images)");
@@ -206,12 +225,13 @@ int run_generate(int argc, char** argv) {
     std::optional<TaskPool> pool;
     pool.emplace(jobs, size_t(2) * jobs);
     try {
-      generate_stream(gen_ptrs, job, so, [&](const StreamImage& im) {
-        const std::string stem = from_ws ? indexed_stem("ws", im.index, 4) : seed_stem(im.key);
+      // (a shard of a list shorter than the shard count may have nothing to make)
+      if (total > 0) generate_stream(gen_ptrs, job, so, [&](const StreamImage& im) {
+        const std::string stem = from_ws ? indexed_stem("ws", static_cast<int64_t>(im.key), 4) : seed_stem(im.key);
         if (grid_png) grid_png->add(im.image8());
         pool->submit([&, im, stem] {
           if (fmt == OutputFormat::png || fmt == OutputFormat::both) {
-            write_png(out.file(stem + ".png"), im.image8());
+            write_png(out.file(stem + ".png"), im.image8(), png);
             files.fetch_add(1);
           }
           if (fmt == OutputFormat::u8npy) {

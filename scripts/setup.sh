@@ -3,7 +3,12 @@
 # Usage: scripts/setup.sh            (called by scripts/demo.sh and scripts/test.sh)
 set -euo pipefail
 
-packages=(cmake g++ ninja-build pkg-config python3 libcxxopts-dev nlohmann-json3-dev libstb-dev libpng-dev libgtest-dev libdnnl-dev)
+# libpng-dev: PNG reading (compare, streamed grids); libdeflate-dev: PNG compression; libarchive-dev:
+# zip output (--outdir NAME.zip); zlib1g-dev: the tests' independent PNG checks; libdnnl-dev: the CPU
+# backend's convolutions (oneDNN); openmpi-bin: the tests of sharded runs under mpirun; clang-format:
+# the formatting test (scripts/format.sh --check).
+packages=(cmake g++ ninja-build pkg-config python3 libcxxopts-dev nlohmann-json3-dev libstb-dev libgtest-dev
+          libpng-dev libdeflate-dev libarchive-dev zlib1g-dev libdnnl-dev openmpi-bin clang-format)
 optional=()  # installed when the distribution has them
 if [[ "${SG2_WITH_FUZZ:-1}" == "1" ]]; then
   packages+=(clang)

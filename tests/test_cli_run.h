@@ -39,9 +39,18 @@ inline bool file_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+/// True for the variables of cluster launchers that sg2 reads to shard a run (sg2/shard.h).
+inline bool is_launcher_variable(const std::string& name) {
+  for (const char* p : {"SLURM_", "OMPI_", "PMI_", "PMIX_", "MPI_LOCALRANKID"})
+    if (name.rfind(p, 0) == 0) return true;
+  return false;
+}
+
 /// Runs `sg2 args...` (or `exe args...` when exe is given) with stdin from /dev/null, capturing
 /// stdout and stderr. `env` entries ("NAME=value") are added to, or replace, the environment;
-/// "NAME=" with nothing after '=' removes NAME.
+/// "NAME=" with nothing after '=' removes NAME. The launchers' variables (SLURM_*, OMPI_*, PMI_*,
+/// ...) of the test's own environment are not passed on, so that a suite run under srun or mpirun
+/// does not shard its runs; only those given in `env` reach the command.
 inline CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
                          const std::string& exe = SG2_CLI) {
   static int counter = 0;
@@ -61,7 +70,7 @@ inline CliResult run_cli(const std::vector<std::string>& args, const std::vector
   for (char** e = environ; *e; ++e) {
     std::string s = *e;
     const size_t eq = s.find('=');
-    if (eq != std::string::npos) vars[s.substr(0, eq)] = s.substr(eq + 1);
+    if (eq != std::string::npos && !is_launcher_variable(s.substr(0, eq))) vars[s.substr(0, eq)] = s.substr(eq + 1);
   }
   for (const std::string& s : env) {
     const size_t eq = s.find('=');

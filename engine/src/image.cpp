@@ -1,5 +1,5 @@
-// sg2: uint8 conversion, the PNG size limits, write_png (stb_image_write, libstb-dev) and grids
-// in memory (image.h). Reading and streamed grids: png_io.cpp (libpng).
+// sg2: uint8 conversion, the PNG size limits and grids in memory (image.h). Encoding:
+// png_encode.cpp (stb_image_write + libdeflate); reading and streamed grids: png_io.cpp (libpng).
 #include "sg2/image.h"
 
 #include <cmath>
@@ -7,19 +7,6 @@
 
 #include "util/file_util.h"
 #include "sg2/error.h"
-
-#define STB_IMAGE_WRITE_IMPLEMENTATION
-#define STB_IMAGE_WRITE_STATIC
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#endif
-#include <stb_image_write.h>
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
 
 namespace sg2 {
 
@@ -48,14 +35,6 @@ Image8 to_image8(const Tensor& img, int64_t n) {
   return out;
 }
 
-namespace {
-void append_bytes(void* ctx, void* data, int size) {
-  auto* v = static_cast<std::vector<uint8_t>*>(ctx);
-  const auto* p = static_cast<const uint8_t*>(data);
-  v->insert(v->end(), p, p + size);
-}
-}  // namespace
-
 void check_png_size(int64_t width, int64_t height, int64_t channels, PngWrite how, const std::string& what) {
   if (width < 1 || height < 1 || channels < 1 || channels > 4)
     fail(ErrorKind::invalid_argument, what, ": a ", width, "x", height, " PNG of ", channels, " channels cannot be written");
@@ -66,18 +45,6 @@ void check_png_size(int64_t width, int64_t height, int64_t channels, PngWrite ho
   if (how == PngWrite::whole && width * height * channels > kMaxWholePngBytes)
     fail(ErrorKind::invalid_argument, what, ": a ", width, "x", height, " PNG of ", channels, " channels holds ", width * height * channels,
          " bytes of pixels; sg2 writes at most ", kMaxWholePngBytes, " (512 MiB) in one piece");
-}
-
-void write_png(const std::string& path, const Image8& image) {
-  check_png_size(image.width, image.height, image.channels, PngWrite::whole, path);
-  if (image.pixels.size() != size_t(image.width) * size_t(image.height) * size_t(image.channels))
-    fail(ErrorKind::invalid_argument, path, ": cannot write a ", image.width, "x", image.height, "x", image.channels,
-         " image with ", image.pixels.size(), " bytes");
-  std::vector<uint8_t> png;
-  int ok = stbi_write_png_to_func(append_bytes, &png, image.width, image.height, image.channels, image.pixels.data(),
-                                  image.width * image.channels);
-  if (!ok || png.empty()) fail(ErrorKind::io, path, ": PNG encoding failed");
-  detail::write_file_atomic(path, png.data(), png.size());
 }
 
 Image8 make_grid(const std::vector<Image8>& images, int cols, int rows) {

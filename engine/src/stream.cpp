@@ -64,6 +64,8 @@ void validate_job(const ImageJob& job, const ModelConfig& cfg) {
            job.ws.shape_str());
     if (job.tf_seed_mode) fail(ErrorKind::invalid_argument, "the TF seed mode needs seeds, not ws rows");
   }
+  if (job.ws_first_row < 0 || job.ws_first_row > (int64_t(1) << 50))
+    fail(ErrorKind::invalid_argument, "ws_first_row ", job.ws_first_row, " is out of range [0, 2^50]");
   if (cfg.c_dim > 0 && !from_ws && (job.class_idx < 0 || job.class_idx >= cfg.c_dim))
     fail(ErrorKind::invalid_argument, "this model is conditional (", cfg.c_dim, " classes): every image needs a class in [0, ",
          cfg.c_dim - 1, "], got ", job.class_idx);
@@ -178,7 +180,7 @@ StreamStats generate_stream(const std::vector<Generator*>& gens, const ImageJob&
         if (from_ws) {
           ws = job.ws.slice0(first, first + n);
           if (noise.mode == NoiseMode::random)
-            for (int i = 0; i < n; ++i) noise.keys.push_back(static_cast<uint64_t>(first + i));
+            for (int i = 0; i < n; ++i) noise.keys.push_back(static_cast<uint64_t>(job.ws_first_row + first + i));
         } else {
           const std::vector<uint32_t> seeds(job.seeds.begin() + first, job.seeds.begin() + first + n);
           Tensor z;
@@ -252,7 +254,7 @@ StreamStats generate_stream(const std::vector<Generator*>& gens, const ImageJob&
       for (int i = 0; i < f.count; ++i) {
         StreamImage im;
         im.index = b * batch + i;
-        im.key = from_ws ? static_cast<uint64_t>(im.index) : job.seeds[size_t(im.index)];
+        im.key = from_ws ? static_cast<uint64_t>(job.ws_first_row + im.index) : job.seeds[size_t(im.index)];
         im.width = im.height = R;
         im.channels = C;
         im.u8 = f.view.u8 ? f.view.u8 + size_t(i) * per_image : nullptr;

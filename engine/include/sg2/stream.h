@@ -34,6 +34,8 @@ namespace sg2 {
 struct ImageJob {
   std::vector<uint32_t> seeds;   ///< one image per seed (then ws stays empty), or
   Tensor ws;                     ///< [N, num_ws, w_dim] rows straight into synthesis (seeds empty)
+  int64_t ws_first_row = 0;      ///< ws only: the row number of ws[0] in its file; image i's key (its name,
+                                 ///< its random noise) is ws_first_row + i, so a shard's rows keep theirs
   int class_idx = -1;            ///< conditional models: every image's label (required there)
   Truncation truncation;         ///< seeds only
   NoiseMode noise_mode = NoiseMode::const_;
@@ -56,7 +58,7 @@ struct StreamOptions {
 /// copy is gone. Every copy must be gone before the generators are destroyed.
 struct StreamImage {
   int64_t index = 0;           ///< position in the job (0-based)
-  uint64_t key = 0;            ///< its seed, or its ws row
+  uint64_t key = 0;            ///< its seed, or its ws row (ImageJob::ws_first_row + index)
   int width = 0, height = 0, channels = 0;
   const uint8_t* u8 = nullptr; ///< [height, width, channels] uint8, or null
   const float* img = nullptr;  ///< [channels, height, width] float32 (nominally [-1, 1]), or null
