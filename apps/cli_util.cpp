@@ -371,7 +371,7 @@ ShardPlan plan_shard(const cxxopts::ParseResult& args) {
   }
   if (option) p.shard.source = "--shard";
   const bool device_open = !has(args, "device") || get(args, "device") == "cuda";
-  const std::optional<int> ordinal = shard_cuda_ordinal(p.shard, cuda_visible_device_count(env));
+  const std::optional<int> ordinal = shard_cuda_ordinal(p.shard, usable_gpu_count());
   if (device_open && ordinal && cuda_available()) p.gpu = Device::parse("cuda:" + std::to_string(*ordinal));
   return p;
 }

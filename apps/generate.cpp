@@ -28,6 +28,9 @@
 #include "sg2/image.h"
 #include "sg2/npy.h"
 #include "sg2/stream.h"
+#include "image_writer.h"
+#include "sg2/dataset_zip.h"
+#include "sg2/shard.h"
 #include "task_pool.h"
 #include "ws_input.h"
 
@@ -57,7 +60,9 @@ int run_generate(int argc, char** argv) {
                     "from the same RandomState (TensorFlow run_generator.py; pass its --trunc 0.5 yourself)",
        cxxopts::value<std::string>()->default_value("pt"), "pt|tf")
       ("save-ws", "also write seed%04d_ws.npy: float32 [1, num_ws, w_dim] after truncation")
-      ("outdir", "output directory (created if missing)", cxxopts::value<std::string>()->default_value("out"), "DIR")
+      ("outdir", "output directory (created if missing), or NAME.zip: a dataset archive in dataset_tool.py's layout "
+                 "(PNG entries and dataset.json with the labels), streamed; one per shard",
+       cxxopts::value<std::string>()->default_value("out"), "DIR")
       ("format", "png (uint8, 1 channel gray, 3 RGB, 4 RGBA), npy (raw float32 [1, C, H, W]), both (png and npy), "
                  "or u8npy (the PNG's uint8 pixels as .npy [1, H, W, C], no compression: the fastest)",
        cxxopts::value<std::string>()->default_value("png"), "F")
@@ -146,7 +151,20 @@ int run_generate(int argc, char** argv) {
   std::vector<Device> devices = has(args, "device") ? Device::parse_list(get(args, "device"))
                                                     : std::vector<Device>{Device::best_available()};
   if (shard.gpu) devices = {*shard.gpu};  // the launcher's local rank picks the GPU
-  OutputDir out(get(args, "outdir"));
+  // --outdir NAME.zip: a dataset archive in dataset_tool.py's layout (PNG entries and dataset.json),
+  // one per shard (NAME-shardIofN.zip); its folder is the output directory.
+  const std::string outdir = get(args, "outdir");
+  const bool to_zip = outdir.size() > 4 && outdir.compare(outdir.size() - 4, 4, ".zip") == 0;
+  std::string zip_path;
+  if (to_zip) {
+    if (fmt != OutputFormat::png)
+      fail(ErrorKind::invalid_argument, "--outdir ", outdir, ": a dataset archive holds PNG images (dataset_tool.py's layout); leave --format at png");
+    if (save_ws) fail(ErrorKind::invalid_argument, "--save-ws writes .npy files beside the images: not into a dataset archive (--outdir ", outdir, ")");
+    if (grid) fail(ErrorKind::invalid_argument, "--grid with a dataset archive (--outdir ", outdir, "): make the grid in a run of its own");
+    zip_path = shard.shard.sharded() ? shard_zip_path(outdir, shard.shard) : outdir;
+  }
+  const size_t slash = zip_path.rfind('/');
+  OutputDir out(!to_zip ? outdir : slash == std::string::npos ? std::string(".") : zip_path.substr(0, slash));
 
   // --- model, generators and the job -----------------------------------------------------------
   const Model model = load_network(args, "generate");
@@ -211,7 +229,9 @@ int run_generate(int argc, char** argv) {
     grid_png.emplace(out.file("grid.png"), grid->cols, grid->rows, cfg.img_resolution, cfg.img_resolution, cfg.img_channels);
   }
 
-  // --- the pipeline: generators -> sink (this thread) -> encoder pool -------------------------
+  // --- the pipeline: generators -> sink (this thread) -> encoder pool (image_writer.h) -------
+  std::optional<DatasetZip> zip;
+  if (to_zip) zip.emplace(zip_path);  // NAME.zip.tmp.PID until finished; removed on any failure
   Progress progress("sg2 generate", total, quiet);
   // per-layer progress inside the batches running now (the CPU backend reports it, from the
   // generator's thread): a batch holds at most max_batch() images
@@ -219,54 +239,42 @@ int run_generate(int argc, char** argv) {
     const double batch = double(std::min<int64_t>(gens[i].max_batch(), total));
     gens[i].set_progress([&progress, i, batch](double f) { progress.partial(static_cast<int>(i), f * batch); });
   }
-  std::atomic<int64_t> written{0}, files{0};
-  const int R = cfg.img_resolution, C = cfg.img_channels;
-  {
-    std::optional<TaskPool> pool;
-    pool.emplace(jobs, size_t(2) * jobs);
-    try {
-      // (a shard of a list shorter than the shard count may have nothing to make)
-      if (total > 0) generate_stream(gen_ptrs, job, so, [&](const StreamImage& im) {
-        const std::string stem = from_ws ? indexed_stem("ws", static_cast<int64_t>(im.key), 4) : seed_stem(im.key);
-        if (grid_png) grid_png->add(im.image8());
-        pool->submit([&, im, stem] {
-          if (fmt == OutputFormat::png || fmt == OutputFormat::both) {
-            write_png(out.file(stem + ".png"), im.image8(), png);
-            files.fetch_add(1);
-          }
-          if (fmt == OutputFormat::u8npy) {
-            write_npy_u8(out.file(stem + ".npy"), im.u8, {1, R, R, C});
-            files.fetch_add(1);
-          }
-          if (fmt == OutputFormat::npy || fmt == OutputFormat::both) {
-            write_npy(out.file(stem + ".npy"), Tensor({1, C, R, R}, std::vector<float>(im.img, im.img + size_t(C) * R * R)));
-            files.fetch_add(1);
-          }
-          if (save_ws) {
-            write_npy(out.file(stem + "_ws.npy"),
-                      Tensor({1, cfg.num_ws, cfg.w_dim},
-                             std::vector<float>(im.ws, im.ws + size_t(cfg.num_ws) * cfg.w_dim)));
-            files.fetch_add(1);
-          }
-          written.fetch_add(1);
-        });
-        progress.set(written.load());
-      });
-      pool->finish();
-      if (grid_png) {
-        grid_png->finish();
-        files.fetch_add(1);
-      }
-    } catch (const Error& e) {
-      // The pool goes first (the tasks under way finish their file; the queued ones are dropped
-      // with the buffers they hold), so the count of whole files is final; then the generators.
-      pool.reset();
-      out.wrote(files.load());
-      throw out.failure(e);
+  ImageOutputs io;
+  io.format = fmt;
+  io.png = png;
+  io.save_ws = save_ws;
+  io.jobs = jobs;
+  io.dir = &out;
+  io.zip = zip ? &*zip : nullptr;
+  io.zip_first = shard.range.begin;
+  io.grid = grid_png ? &*grid_png : nullptr;
+  io.stem = [from_ws](const StreamImage& im) {
+    return from_ws ? indexed_stem("ws", static_cast<int64_t>(im.key), 4) : seed_stem(im.key);
+  };
+  std::atomic<int64_t> files{0};
+  int64_t written = 0;
+  try {
+    // (a shard of a list shorter than the shard count may have nothing to make)
+    if (total > 0) written = write_images(gen_ptrs, job, so, io, [&](int64_t n) { progress.set(n); }, files).images;
+    if (grid_png) {
+      grid_png->finish();
+      files.fetch_add(1);
     }
+    if (zip) {
+      std::optional<int64_t> label;
+      if (cfg.c_dim > 0 && !from_ws) label = job.class_idx;
+      zip->finish(dataset_json(uint64_t(shard.range.begin), uint64_t(total), label));
+      files.fetch_add(1);
+    }
+  } catch (const Error& e) {
+    // The encoders under way finished their file and the queued ones were dropped with the buffers
+    // they held, so the count of whole files is final; an unfinished archive is removed.
+    if (zip) zip->abandon();
+    out.wrote(files.load());
+    throw out.failure(e);
   }
   for (Generator& g : gens) g.set_progress({});
-  progress.set(written.load());
+  progress.set(written);
   progress.finish();
   out.commit();
   if (!quiet) {
@@ -274,7 +282,7 @@ int run_generate(int argc, char** argv) {
     for (size_t i = 0; i < gens.size(); ++i) where += (i ? "," : "") + gens[i].device().str();
     std::cout << "sg2 generate: " << total << (total == 1 ? " image" : " images") << " (" << cfg.img_resolution << "x"
               << cfg.img_resolution << ", " << cfg.img_channels << (cfg.img_channels == 1 ? " channel" : " channels")
-              << ", " << where << ") in " << out.path() << (grid ? " + grid.png" : "") << ", "
+              << ", " << where << ") in " << (zip ? zip->path() : out.path()) << (grid ? " + grid.png" : "") << ", "
               << static_cast<int>(progress.elapsed_s() * 10 + 0.5) / 10.0 << " s\n";
   }
   return 0;

@@ -265,4 +265,49 @@ TEST(DatasetZip, RefusesBadNamesAndPaths) {
 }
 
 }  // namespace
+// sg2 generate --outdir NAME.zip: the same PNG bytes as the files a folder run writes, in
+// dataset_tool.py's names and order, the labels of a conditional model, checked by Python's zipfile
+// and the training loader's assumptions; shards write NAME-shardIofN.zip with global names; formats
+// that are not PNG, --save-ws and --grid are refused.
+TEST(DatasetZip, GenerateWritesTheDatasetToolLayout) {
+  const std::string dir = test::temp_dir("genzip");
+  ASSERT_EQ(test::run_cli({"generate", "--device", "cpu", "--seeds", "5-11", "--class", "2", "--outdir", dir + "/files", "-q"}).status, 0);
+  test::CliResult r = test::run_cli({"generate", "--device", "cpu", "--seeds", "5-11", "--class", "2", "--outdir", dir + "/set.zip", "-q"});
+  ASSERT_EQ(r.status, 0) << test::describe(r);
+  Manifest m;
+  std::string labels;
+  for (int i = 0; i < 7; ++i) {
+    const std::string name = dataset_image_name(uint64_t(i));
+    m.add(name, detail::read_file(dir + "/files/seed" + std::string(i + 5 < 10 ? "000" : "00") + std::to_string(i + 5) + ".png"));
+  }
+  m.add("dataset.json", dataset_json(0, 7, 2));
+  const test::CliResult check = check_with_python(dir + "/set.zip", m.save(dir + "/set.manifest"), {"--images"});
+  EXPECT_EQ(check.status, 0) << test::describe(check);
+  EXPECT_FALSE(test::file_exists(dir + "/set.zip.tmp." + std::to_string(::getpid())));
+  // shards: global names, one archive each
+  for (int s = 0; s < 2; ++s) {
+    r = test::run_cli({"generate", "--device", "cpu", "--seeds", "5-11", "--class", "2", "--outdir", dir + "/part.zip",
+                       "--shard", std::to_string(s) + "/2", "-q"});
+    ASSERT_EQ(r.status, 0) << test::describe(r);
+  }
+  Manifest p0, p1;
+  for (int i = 0; i < 7; ++i) {
+    Manifest& p = i < 4 ? p0 : p1;
+    p.add(dataset_image_name(uint64_t(i)),
+          detail::read_file(dir + "/files/seed" + std::string(i + 5 < 10 ? "000" : "00") + std::to_string(i + 5) + ".png"));
+  }
+  p0.add("dataset.json", dataset_json(0, 4, 2));
+  p1.add("dataset.json", dataset_json(4, 3, 2));
+  EXPECT_EQ(check_with_python(dir + "/part-shard0of2.zip", p0.save(dir + "/p0"), {"--images"}).status, 0);
+  EXPECT_EQ(check_with_python(dir + "/part-shard1of2.zip", p1.save(dir + "/p1"), {"--images"}).status, 0);
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--format", "npy"}, {"--format", "u8npy"}, {"--save-ws"}, {"--grid", "7x1"}}) {
+    std::vector<std::string> args = {"generate", "--device", "cpu", "--seeds", "5-11", "--class", "2", "--outdir", dir + "/bad.zip"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    r = test::run_cli(args);
+    EXPECT_EQ(r.status, 2) << test::describe(r);
+    EXPECT_FALSE(test::file_exists(dir + "/bad.zip"));
+  }
+}
+
 }  // namespace sg2

@@ -97,6 +97,8 @@ struct TempSlot {
 };
 TempSlot g_temp_slots[kTempSlots];
 
+}  // namespace
+
 int register_temp(const std::string& tmp) {
   if (tmp.size() >= kTempPathMax) return -1;
   for (int i = 0; i < kTempSlots; ++i) {
@@ -113,6 +115,8 @@ int register_temp(const std::string& tmp) {
 void unregister_temp(int slot) {
   if (slot >= 0) g_temp_slots[slot].state.store(0);
 }
+
+namespace {
 
 void sg2_interrupt_handler(int sig) {
   sg2::remove_temporary_files();

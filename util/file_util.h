@@ -57,6 +57,13 @@ class TempFile {
   int slot_ = -1;  // index in the interrupt cleanup's table, -1 when the table was full
 };
 
+/// Registers a temporary file with the interrupt cleanup (sg2/interrupt.h: SIGINT, SIGTERM and
+/// SIGHUP unlink it) before it is created; returns the slot for unregister_temp, or -1 when 64 are
+/// registered already (the file is then only removed by its owner). Thread-safe.
+int register_temp(const std::string& temp_path);
+/// The file of `slot` was renamed or removed by its owner (-1 is ignored).
+void unregister_temp(int slot);
+
 /// Writes a file atomically: `write` fills a TempFile, which is flushed and renamed onto `path`;
 /// on any failure the temporary is removed and the error is rethrown (Error(io) for write
 /// errors), so `path` is either the complete new file or untouched.

@@ -20,6 +20,7 @@
 #include <ctime>
 
 #include "sg2/error.h"
+#include "util/file_util.h"
 
 namespace sg2 {
 
@@ -97,6 +98,7 @@ std::string printable(const std::string& s) {
 struct DatasetZip::Impl {
   enum class State { open, finished, closed };
   std::string path, tmp;
+  int slot = -1;  // the temporary's slot in the interrupt cleanup (util/file_util.h register_temp)
   int fd = -1;
   struct archive* a = nullptr;
   struct archive_entry* entry = nullptr;
@@ -133,6 +135,8 @@ struct DatasetZip::Impl {
       fd = -1;
     }
     if (state == State::open) ::unlink(tmp.c_str());
+    detail::unregister_temp(slot);
+    slot = -1;
     state = State::closed;
   }
 
@@ -170,8 +174,13 @@ DatasetZip::DatasetZip(const std::string& path) : impl_(std::make_unique<Impl>()
     fail(ErrorKind::invalid_argument, printable(path),
          ": a dataset archive's name must end in .zip (the training code requires it)");
   z.tmp = path + ".tmp." + std::to_string(::getpid());
+  z.slot = detail::register_temp(z.tmp);  // before the file exists: an interrupt from here on removes it
   z.fd = ::open(z.tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (z.fd < 0) fail(ErrorKind::io, printable(path), ": cannot create ", printable(z.tmp), ": ", std::strerror(errno));
+  if (z.fd < 0) {
+    const int e = errno;
+    detail::unregister_temp(z.slot);
+    fail(ErrorKind::io, printable(path), ": cannot create ", printable(z.tmp), ": ", std::strerror(e));
+  }
   z.state = Impl::State::open;
   z.mtime = std::time(nullptr);
   z.a = archive_write_new();
@@ -231,6 +240,8 @@ void DatasetZip::finish(const std::string& dataset_json) {
     fail(ErrorKind::io, printable(z.path), ": cannot rename the finished archive into place: ", std::strerror(e));
   }
   z.state = Impl::State::finished;
+  detail::unregister_temp(z.slot);
+  z.slot = -1;
   archive_write_free(z.a);
   z.a = nullptr;
   archive_entry_free(z.entry);

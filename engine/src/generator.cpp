@@ -91,6 +91,8 @@ std::string Device::str() const { return kind == Kind::cpu ? "cpu" : "cuda:" + s
 
 bool cuda_available(std::string* why) { return cuda_device_count(why) > 0; }
 
+int usable_gpu_count() { return cuda_device_count(nullptr); }
+
 Device Device::best_available() {
   Device d;
   if (cuda_device_count(nullptr) > 0) d.kind = Kind::cuda;

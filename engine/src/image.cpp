@@ -2,6 +2,8 @@
 // png_encode.cpp (stb_image_write + libdeflate); reading and streamed grids: png_io.cpp (libpng).
 #include "sg2/image.h"
 
+#include "sg2/files.h"
+
 #include <cmath>
 #include <cstring>
 
@@ -72,6 +74,10 @@ Image8 make_grid(const std::vector<Image8>& images, int cols, int rows) {
     }
   }
   return g;
+}
+
+void write_file_atomically(const std::string& path, const void* data, size_t size) {
+  detail::write_file_atomic(path, data, size);
 }
 
 }  // namespace sg2

@@ -225,20 +225,6 @@ std::string shard_zip_path(const std::string& zip_path, const Shard& shard) {
   return stem + "-shard" + i + "of" + n + ext;
 }
 
-int cuda_visible_device_count(const EnvLookup& env) {
-  const std::optional<std::string> v = env("CUDA_VISIBLE_DEVICES");
-  if (!v) return -1;
-  int n = 0;
-  size_t start = 0;
-  while (start <= v->size()) {
-    size_t comma = v->find(',', start);
-    if (comma == std::string::npos) comma = v->size();
-    if (comma > start) ++n;
-    start = comma + 1;
-  }
-  return n;
-}
-
 std::optional<int> shard_cuda_ordinal(const Shard& shard, int visible_devices) {
   if (shard.local_rank < 0) return std::nullopt;
   return visible_devices > 0 ? shard.local_rank % visible_devices : shard.local_rank;

@@ -65,6 +65,9 @@ struct Device {
 /// True when this build has the CUDA backend and at least one usable GPU; otherwise false and,
 /// when `why` is given, the reason (no CUDA in this build, no device, driver too old, ...).
 bool cuda_available(std::string* why = nullptr);
+/// The number of GPUs this build can use (cuda:0 .. cuda:N-1; CUDA_VISIBLE_DEVICES applies); 0
+/// without the CUDA backend or a usable GPU.
+int usable_gpu_count();
 
 /// Truncation toward mapping.w_avg (official `truncation_psi`, `truncation_cutoff`).
 struct Truncation {

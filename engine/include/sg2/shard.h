@@ -90,12 +90,10 @@ IndexRange shard_range(int64_t total, const Shard& shard);
 /// (dataset_image_name(range.begin + i)), so the shards' archives never share a name.
 std::string shard_zip_path(const std::string& zip_path, const Shard& shard);
 
-/// The number of entries of CUDA_VISIBLE_DEVICES in `env` (comma-separated); -1 when unset.
-int cuda_visible_device_count(const EnvLookup& env);
-
 /// The CUDA ordinal a process of this shard takes: local_rank % visible_devices (visible_devices
-/// > 0: e.g. Slurm's --gpus-per-task=1 leaves each task one visible GPU, cuda:0), or local_rank
-/// when visible_devices <= 0 (unknown). nullopt when the launcher gave no local rank.
+/// > 0, the GPUs this process sees, sg2::usable_gpu_count(): e.g. Slurm's --gpus-per-task=1 leaves
+/// each task one GPU, cuda:0), or local_rank when visible_devices <= 0 (unknown). nullopt when the
+/// launcher gave no local rank.
 std::optional<int> shard_cuda_ordinal(const Shard& shard, int visible_devices);
 
 }  // namespace sg2
