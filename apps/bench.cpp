@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "bench_cpu.h"
+#include "bench_e2e.h"
 #include "bench_reference_json.h"  // generated from apps/bench_reference.json
 #include "cli_util.h"
 #include "commands.h"
@@ -119,12 +120,32 @@ int run_bench(int argc, char** argv) {
       ("profile", "per-step times of one eager run at this batch size (0 = off)",
        cxxopts::value<int>()->default_value("0"))
       ("verbose", "print the convolution algorithms chosen")
+      ("end-to-end", "seeds to files as sg2 generate writes them, timed per stage (--seeds, --format png|u8npy, "
+                     "--png-level, --jobs, --device cuda:0,1 / cuda:all, --outdir, --keep)")
+      ("seeds", "--end-to-end: the seeds (default 0-255)", cxxopts::value<std::string>())
+      ("format", "--end-to-end: png or u8npy (default png)", cxxopts::value<std::string>())
+      ("png-level", "--end-to-end: PNG level 0-12, fast or default", cxxopts::value<std::string>())
+      ("jobs", "--end-to-end: encoder threads (default: the cores available)", cxxopts::value<std::string>())
+      ("outdir", "--end-to-end: write here and keep the files (default: a temporary folder, removed)",
+       cxxopts::value<std::string>())
+      ("keep", "--end-to-end: keep the temporary folder")
       ("json", "print the results as JSON")
       ("q,quiet", "no progress lines on stderr");
   auto args = cli::parse(opts, argc, argv);
   if (cli::print_help_if_asked(opts, args)) return 0;
   if (args.count("config") == args.count("network"))
     fail(ErrorKind::invalid_argument, "give exactly one of --config NAME or --network FILE");
+  if (args.count("end-to-end")) {
+    const uint64_t wseed = args["seed"].as<uint64_t>();
+    if (args.count("config")) {
+      const std::string name = args["config"].as<std::string>();
+      return cli::run_end_to_end_bench(args, make_random_model(named_config(name), wseed),
+                                       name + " (random weights, seed " + std::to_string(wseed) + ")");
+    }
+    return cli::run_end_to_end_bench(args, load_model(args["network"].as<std::string>()), args["network"].as<std::string>());
+  }
+  for (const char* o : {"seeds", "format", "png-level", "jobs", "outdir", "keep"})
+    if (args.count(o)) fail(ErrorKind::invalid_argument, "--", o, " is an option of --end-to-end");
   const Device device = Device::parse(args["device"].as<std::string>());
   const bool on_cpu = device.kind == Device::Kind::cpu;
   std::string why;

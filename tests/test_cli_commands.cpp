@@ -233,3 +233,24 @@ TEST(CliCompare, ImagesArraysAndFolders) {
   EXPECT_EQ(run_cli({"compare", dir + "/a", dir + "/a/img.png"}).status, 2);
   EXPECT_EQ(run_cli({"compare", dir + "/a/img.png", dir + "/b/img.png", "--max-abs", "-1"}).status, 2);
 }
+
+// sg2 bench --end-to-end on the CPU backend: seeds to files, the stages named; the files are those of
+// sg2 generate; refused options outside --end-to-end.
+TEST(CliBench, EndToEndWritesTheFilesAndNamesTheStages) {
+  const std::string dir = test::temp_dir("e2e");
+  test::CliResult r = test::run_cli({"bench", "--end-to-end", "--network", test::source_path("models/digits32/digits32.pkl"),
+                                     "--device", "cpu", "--seeds", "0-9", "--jobs", "2", "--outdir", dir + "/b"});
+  ASSERT_EQ(r.status, 0) << test::describe(r);
+  EXPECT_NE(r.out.find("10 images (seeds 0-9) on cpu"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("img/s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("encode"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the limit is"), std::string::npos) << r.out;
+  ASSERT_EQ(test::run_cli({"generate", "--device", "cpu", "--seeds", "0-9", "--class", "0", "--outdir", dir + "/g", "-q"}).status, 0);
+  for (int s = 0; s < 10; ++s) {
+    const std::string f = "/seed000" + std::to_string(s) + ".png";
+    EXPECT_EQ(test::slurp(dir + "/b" + f), test::slurp(dir + "/g" + f)) << f;
+  }
+  r = test::run_cli({"bench", "--config", "paper256", "--device", "cpu", "--seeds", "0-3"});
+  EXPECT_EQ(r.status, 2) << test::describe(r);
+  EXPECT_NE(r.err.find("--seeds is an option of --end-to-end"), std::string::npos) << r.err;
+}
