@@ -109,7 +109,7 @@ int run_bench(int argc, char** argv) {
        cxxopts::value<std::string>())
       ("iters", "timed runs per batch size (default 20; on the CPU 5)", cxxopts::value<int>())
       ("warmup", "untimed runs first (default 3; on the CPU 1)", cxxopts::value<int>())
-      ("device", "cuda, cuda:N or cpu", cxxopts::value<std::string>()->default_value("cuda"))
+      ("device", "cuda, cuda:N or cpu; --end-to-end also a list: cuda:0,1 or cuda:all", cxxopts::value<std::string>()->default_value("cuda"))
       ("batch-invariance", "on, off or on,off (both, side by side: the cost of batch invariance)",
        cxxopts::value<std::string>()->default_value("on"))
       ("threads", "CPU threads, comma separated to compare (--device cpu; default: every core)",

@@ -34,7 +34,7 @@ int run_end_to_end_bench(const cxxopts::ParseResult& args, const Model& model, c
   io.jobs = has(args, "jobs") ? static_cast<int>(parse_int("jobs", get(args, "jobs"), 1, 1024)) : available_cores();
   io.stem = [](const StreamImage& im) { return seed_stem(im.key); };
   const std::string device_text = has(args, "device") ? get(args, "device") : "cuda";
-  const std::vector<Device> devices = Device::parse_list(device_text);
+  const std::vector<Device> devices = parse_devices(device_text);
   GeneratorOptions go;
   go.precision = parse_precision(has(args, "precision") ? get(args, "precision") : "auto");
   const std::string inv = get(args, "batch-invariance");

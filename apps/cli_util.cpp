@@ -141,11 +141,15 @@ GridShape parse_grid(const std::string& text) {
 
 // --- model, device, batch ------------------------------------------------------------------
 
-void add_model_options(cxxopts::Options& opts, bool with_batch) {
+void add_model_options(cxxopts::Options& opts, bool with_batch, bool device_lists) {
+  const std::string device_help =
+      device_lists ? "cpu, cuda, cuda:N, or a list sharing the batches: cuda:0,1 or cuda:all (default: cuda when a "
+                     "GPU is usable, else cpu)"
+                   : "cpu, cuda or cuda:N (default: cuda when a GPU is usable, else cpu)";
   opts.add_options("model")
       ("network", "model file (.safetensors from sg2 convert) or checkpoint (.pkl, .pt); default: the bundled "
                   "digits32 model (env SG2_MODEL overrides)", cxxopts::value<std::string>(), "FILE")
-      ("device", "cpu, cuda or cuda:N (default: cuda when a GPU is usable, else cpu)", cxxopts::value<std::string>(), "DEV")
+      ("device", device_help, cxxopts::value<std::string>(), "DEV")
       ("precision", "auto (fp16 in the checkpoint's fp16 blocks on CUDA, fp32 on CPU), fp32, tf32 or fp16 "
                     "(tf32/fp16: CUDA only)", cxxopts::value<std::string>()->default_value("auto"), "P")
       ("batch-invariance", "on (default): an image's bits never depend on the batch it ran in; off (CUDA): "
@@ -158,9 +162,9 @@ void add_model_options(cxxopts::Options& opts, bool with_batch) {
                               cxxopts::value<std::string>(), "N");
 }
 
-GeneratorOptions generator_options(const cxxopts::ParseResult& args) {
+GeneratorOptions generator_options(const cxxopts::ParseResult& args, bool device_lists) {
   GeneratorOptions o;
-  if (has(args, "device")) o.device = Device::parse(get(args, "device"));
+  if (has(args, "device") && !device_lists) o.device = Device::parse(get(args, "device"));
   o.precision = parse_precision(get(args, "precision"));
   const std::string inv = get(args, "batch-invariance");
   if (inv != "on" && inv != "off")
@@ -213,6 +217,15 @@ Generator open_generator(Model model, const GeneratorOptions& options) {
     std::string m = e.what();
     m += m.find("HINT: ") != std::string::npos ? ", or use --device cpu" : ". HINT: use --device cpu";
     throw Error(e.kind(), m);
+  }
+}
+
+std::vector<Device> parse_devices(const std::string& text) {
+  try {
+    return Device::parse_list(text);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::device) throw;
+    throw Error(e.kind(), std::string(e.what()) + ". HINT: use --device cpu");
   }
 }
 

@@ -71,10 +71,12 @@ void check_grid_size(const GridShape& g);
 /// Adds --network (model file or checkpoint; default: the bundled digits32 model), --device
 /// (cpu|cuda|cuda:N; default: CUDA when available), --precision (auto|fp32|tf32|fp16), --threads N
 /// (CPU threads) and, when with_batch, --batch N.
-void add_model_options(cxxopts::Options& opts, bool with_batch = true);
+/// `device_lists`: the command shares its work over several devices (--device cuda:0,1 / cuda:all).
+void add_model_options(cxxopts::Options& opts, bool with_batch = true, bool device_lists = false);
 
-/// The GeneratorOptions those options ask for (device, precision, max_batch, threads).
-GeneratorOptions generator_options(const cxxopts::ParseResult& args);
+/// The GeneratorOptions those options ask for (device, precision, max_batch, threads). With
+/// `device_lists` the device is left unset: the caller reads --device with parse_devices.
+GeneratorOptions generator_options(const cxxopts::ParseResult& args, bool device_lists = false);
 
 /// The path --network names, or the bundled model's path (default_model_path(): throws with
 /// every place looked at when it is missing, and the hint --network FILE).
@@ -91,6 +93,10 @@ Model load_network(const cxxopts::ParseResult& args, const std::string& command)
 /// Generator(model, options), with the CLI's hints: --precision tf32/fp16 on the CPU is refused
 /// in terms of the options, and device errors end with "use --device cpu".
 Generator open_generator(Model model, const GeneratorOptions& options);
+
+/// Device::parse_list(text) (cpu, cuda, cuda:N, cuda:0,1, cuda:all) with the same CLI hint on
+/// device errors ("use --device cpu"); invalid text stays an invalid_argument error.
+std::vector<Device> parse_devices(const std::string& text);
 
 /// What a user must know before a run, on stderr: truncation toward an estimated w_avg (trunc
 /// given and psi != 1), --trunc 0 making every seed the same image, and const noise on a model

@@ -72,7 +72,7 @@ int run_generate(int argc, char** argv) {
   add_class_option(opts);
   add_shard_option(opts);
   add_png_level_option(opts);
-  add_model_options(opts);
+  add_model_options(opts, /*with_batch=*/true, /*device_lists=*/true);
   add_quiet_option(opts);
   auto args = parse(opts, argc, argv);
   if (print_help_if_asked(opts, args)) return 0;
@@ -128,7 +128,7 @@ int run_generate(int argc, char** argv) {
   if (has(args, "grid")) grid = parse_grid(get(args, "grid"));
   const bool save_ws = has(args, "save-ws");
   const bool quiet = has(args, "quiet");
-  GeneratorOptions gen_options = generator_options(args);
+  GeneratorOptions gen_options = generator_options(args, /*device_lists=*/true);
   WsArray ws_file;
   if (from_ws) ws_file = read_ws_array(get(args, "ws"));  // file errors before the model load
   // --- sharding: this process's block of the list (--shard, or Slurm / MPI launchers' variables)
@@ -148,7 +148,7 @@ int run_generate(int argc, char** argv) {
          " cells for ", seeds.size(), " images");
   int jobs = available_cores();
   if (has(args, "jobs")) jobs = static_cast<int>(parse_int("jobs", get(args, "jobs"), 1, 1024));
-  std::vector<Device> devices = has(args, "device") ? Device::parse_list(get(args, "device"))
+  std::vector<Device> devices = has(args, "device") ? parse_devices(get(args, "device"))
                                                     : std::vector<Device>{Device::best_available()};
   if (shard.gpu) devices = {*shard.gpu};  // the launcher's local rank picks the GPU
   // --outdir NAME.zip: a dataset archive in dataset_tool.py's layout (PNG entries and dataset.json),
@@ -283,7 +283,9 @@ int run_generate(int argc, char** argv) {
     std::cout << "sg2 generate: " << total << (total == 1 ? " image" : " images") << " (" << cfg.img_resolution << "x"
               << cfg.img_resolution << ", " << cfg.img_channels << (cfg.img_channels == 1 ? " channel" : " channels")
               << ", " << where << ") in " << (zip ? zip->path() : out.path()) << (grid ? " + grid.png" : "") << ", "
-              << static_cast<int>(progress.elapsed_s() * 10 + 0.5) / 10.0 << " s\n";
+              << static_cast<int>(progress.elapsed_s() * 10 + 0.5) / 10.0 << " s";
+    if (progress.elapsed_s() > 0) std::cout << " (" << static_cast<int64_t>(total / progress.elapsed_s() + 0.5) << " img/s)";
+    std::cout << "\n";
   }
   return 0;
 }

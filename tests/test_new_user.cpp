@@ -88,7 +88,21 @@ TEST(NewUser, LibraryMessagesCarryNoCliHintsAndTheCliAddsThem) {
     EXPECT_TRUE(has_text(d.err, "use --device cpu")) << d.err;
     EXPECT_FALSE(has_text(d.err, "older than")) << d.err;
     EXPECT_FALSE(file_exists(dir + "/d"));
+    // Device lists (generate shares the seeds over them) are read as lists, not as one device:
+    // without a GPU each is the same device error with the hint, never "unknown device".
+    for (const char* list : {"cuda:0,0", "cuda:0,1", "cuda:all"}) {
+      CliResult l = run_cli({"generate", "--network", model, "--device", list, "--class", "1", "--seeds", "1",
+                             "--outdir", dir + "/l"});
+      EXPECT_EQ(l.status, 1) << list << ": " << describe(l);
+      EXPECT_TRUE(has_text(l.err, "use --device cpu")) << l.err;
+      EXPECT_FALSE(has_text(l.err, "unknown device")) << l.err;
+      EXPECT_FALSE(file_exists(dir + "/l"));
+    }
   }
+  CliResult bad = run_cli({"generate", "--network", model, "--device", "cuda:0,x", "--class", "1", "--seeds", "1",
+                           "--outdir", dir + "/b"});
+  EXPECT_EQ(bad.status, 2) << describe(bad);
+  EXPECT_TRUE(has_text(bad.err, "cuda:0,x")) << bad.err;
 }
 
 TEST(NewUser, CAbiZeroImagesIsNotAMissingLabel) {

@@ -66,7 +66,7 @@ std::vector<Device> Device::parse_list(const std::string& s) {
   if (s == "cuda:all") {
     std::string why;
     const int n = cuda_device_count(&why);
-    if (n == 0) fail(ErrorKind::device, "cuda:all: no usable GPU (", why, "). HINT: use --device cpu");
+    if (n == 0) fail(ErrorKind::device, "cuda:all: no usable GPU (", why, ")");
     std::vector<Device> out;
     for (int i = 0; i < n; ++i) out.push_back(Device{Kind::cuda, i});
     return out;

@@ -8,16 +8,6 @@
 
 namespace sg2::ref {
 
-int cpu_threads() {
-  static const int n = [] {
-    const char* env = std::getenv("SG2_CPU_THREADS");
-    if (env != nullptr && std::atoi(env) > 0) return std::atoi(env);
-    unsigned h = std::thread::hardware_concurrency();
-    return h == 0 ? 1 : static_cast<int>(h);
-  }();
-  return n;
-}
-
 Activation parse_activation(const std::string& s) {
   if (s == "linear") return Activation::linear;
   if (s == "relu") return Activation::relu;
