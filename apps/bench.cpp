@@ -124,7 +124,7 @@ int run_bench(int argc, char** argv) {
                      "--png-level, --jobs, --device cuda:0,1 / cuda:all, --outdir, --keep)")
       ("seeds", "--end-to-end: the seeds (default 0-255)", cxxopts::value<std::string>())
       ("format", "--end-to-end: png or u8npy (default png)", cxxopts::value<std::string>())
-      ("png-level", "--end-to-end: PNG level 0-12, fast or default", cxxopts::value<std::string>())
+      ("png-level", "--end-to-end: PNG level 0-9, fast, smallest or default", cxxopts::value<std::string>())
       ("jobs", "--end-to-end: encoder threads (default: the cores available)", cxxopts::value<std::string>())
       ("outdir", "--end-to-end: write here and keep the files (default: a temporary folder, removed)",
        cxxopts::value<std::string>())

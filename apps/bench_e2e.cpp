@@ -85,7 +85,7 @@ int run_end_to_end_bench(const cxxopts::ParseResult& args, const Model& model, c
   for (size_t i = 0; i < gens.size(); ++i) where += (i ? "," : "") + gens[i].device().str();
   if (has(args, "json")) {
     nlohmann::json j = {{"model", label},           {"devices", where},         {"precision", to_string(go.precision)},
-                        {"batch_invariance", inv},  {"format", fmt_text},       {"png_level", io.png.level},
+                        {"batch_invariance", inv},  {"format", fmt_text},       {"png_level", png_level_name(io.png.level)},
                         {"jobs", io.jobs},          {"images", st.images},      {"wall_s", st.wall_s},
                         {"img_per_s", img_s},       {"bytes", st.bytes},        {"prepare_s", st.stream.prepare_s},
                         {"submit_s", st.stream.submit_s}, {"wait_s", st.stream.wait_s}, {"sink_s", st.stream.sink_s},
@@ -97,7 +97,7 @@ int run_end_to_end_bench(const cxxopts::ParseResult& args, const Model& model, c
   std::printf("sg2 bench --end-to-end: %s\n", label.c_str());
   std::printf("  %lld images (seeds %s) on %s, %s, batch invariance %s, --format %s%s, %d encoder threads\n",
               static_cast<long long>(st.images), seeds_text.c_str(), where.c_str(), to_string(go.precision), inv.c_str(),
-              fmt_text.c_str(), fmt == OutputFormat::png ? (" --png-level " + std::to_string(io.png.level)).c_str() : "",
+              fmt_text.c_str(), fmt == OutputFormat::png ? (" --png-level " + png_level_name(io.png.level)).c_str() : "",
               io.jobs);
   std::snprintf(line, sizeof line, "  %.2f s, %.1f img/s, %.1f MB written (%.1f MB/s)\n", st.wall_s, img_s, mb, mb / st.wall_s);
   std::cout << line;

@@ -135,7 +135,7 @@ void add_class_option(cxxopts::Options& opts);
 /// Adds --shard I/N.
 void add_shard_option(cxxopts::Options& opts);
 
-/// --png-level L (0-12, fast, default; generate).
+/// --png-level L (0-9, fast, smallest, default; generate).
 void add_png_level_option(cxxopts::Options& opts);
 /// The PngOptions --png-level asks for (default: kPngLevelDefault). Error(invalid_argument)
 /// "--png-level: 'x' is not a PNG level (...)" (exit 2).

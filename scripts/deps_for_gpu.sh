@@ -7,18 +7,18 @@
 #
 #   scripts/deps_for_gpu.sh [DIR]      # then carry DIR with the tree (the device tool's `carry`)
 #
-# DIR/libdeflate/{include/libdeflate.h, lib/libdeflate.a}              libdeflate-dev (PNG deflate)
+# DIR/libdeflate/{include/libdeflate.h, lib/libdeflate.a}              libdeflate-dev (PNG fast/smallest, CRC)
 # DIR/libarchive/{include/archive.h, include/archive_entry.h,
 #                 lib/libarchive.a, lib/libnettle.a}                   libarchive-dev, nettle-dev (zip output)
-# DIR/stb/{stb_image.h, stb_image_write.h}                             libstb-dev (PNG rows, decoding)
 # DIR/VERSIONS                                                         the Debian package versions copied
-# The target machine needs zlib's development files (zlib.h, libz.so) for libarchive: Ubuntu has them.
+# The target machine needs zlib's development files (zlib.h, libz.so) for libarchive and the PNG
+# encoder's levels 0-9: Ubuntu has them.
 # Each .a is checked to be position-independent (the linker builds a shared object from it), since it
 # goes into libsg2.so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=${1:-.deps}
-pkgs=(libdeflate-dev libarchive-dev nettle-dev libstb-dev)
+pkgs=(libdeflate-dev libarchive-dev nettle-dev)
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     echo "deps_for_gpu: $p is not installed (apt-get install ${pkgs[*]})" >&2
@@ -47,13 +47,12 @@ check_pic() {
   rm -f "$so" "$err"
 }
 
-mkdir -p "$dest/libdeflate/include" "$dest/libdeflate/lib" "$dest/libarchive/include" "$dest/libarchive/lib" "$dest/stb"
+mkdir -p "$dest/libdeflate/include" "$dest/libdeflate/lib" "$dest/libarchive/include" "$dest/libarchive/lib"
 cp "$(file_of libdeflate-dev libdeflate.h)" "$dest/libdeflate/include/"
 cp "$(file_of libdeflate-dev libdeflate.a)" "$dest/libdeflate/lib/"
 cp "$(file_of libarchive-dev archive.h)" "$(file_of libarchive-dev archive_entry.h)" "$dest/libarchive/include/"
 cp "$(file_of libarchive-dev libarchive.a)" "$dest/libarchive/lib/"
 cp "$(file_of nettle-dev libnettle.a)" "$dest/libarchive/lib/"
-cp "$(file_of libstb-dev stb_image.h)" "$(file_of libstb-dev stb_image_write.h)" "$dest/stb/"
 for a in "$dest"/libdeflate/lib/*.a "$dest"/libarchive/lib/*.a; do check_pic "$a"; done
 {
   echo "# Debian packages copied by scripts/deps_for_gpu.sh on $(date -u +%Y-%m-%d)"

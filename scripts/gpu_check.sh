@@ -8,7 +8,7 @@
 #
 # Environment: OUT (logs; default ./gpu_out), SG2_BUILD_DIR (default /tmp/sg2-gpu-build), SG2_ONEDNN (default: ON
 # when oneDNN is installed or carried in .deps/onednn, see scripts/onednn_deps.sh; else OFF),
-# SG2_CUDA_ARCHITECTURES (default 90), SG2_STB_INCLUDE_DIR, BENCH_BATCHES (default 1,8,32,128),
+# SG2_CUDA_ARCHITECTURES (default 90), BENCH_BATCHES (default 1,8,32,128),
 # BENCH_ITERS (default 20), TOTAL (seconds for everything; default 560), TEST_FILTER (gtest filter).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +31,6 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm 
 if has build; then
   t0=$(now)
   args=(-G Ninja -DCMAKE_BUILD_TYPE=Release "-DSG2_CUDA_ARCHITECTURES=${SG2_CUDA_ARCHITECTURES:-90}")
-  [[ -n "${SG2_STB_INCLUDE_DIR:-}" ]] && args+=("-DSG2_STB_INCLUDE_DIR=$SG2_STB_INCLUDE_DIR")
   # the CPU backend's oneDNN: the package, or a carried copy (scripts/onednn_deps.sh); else the reference ops
   if [[ -z "${SG2_ONEDNN:-}" ]]; then
     if [[ -f .deps/onednn/include/dnnl.hpp || -f /usr/include/dnnl.hpp ]]; then SG2_ONEDNN=ON; else SG2_ONEDNN=OFF; fi

@@ -2,7 +2,7 @@
 // PNGs (e.g. the official gen_images.py output for the same seeds, written by PIL at zlib level 6),
 // to choose --png-level's default and fast levels on the machine that will run them.
 //
-//   build/sg2_png_bench REF_DIR [--levels 0-12] [--threads 16] [--limit 64] [--time-images 8] [--reps 3]
+//   build/sg2_png_bench REF_DIR [--levels 0-9,fast,smallest] [--threads 16] [--limit 64] [--time-images 8] [--reps 3]
 //
 // Per level, on the first --limit PNGs of REF_DIR (sorted by name), each decoded to pixels and
 // encoded again by sg2: the total size against the reference files' (%), the worst single file, how
@@ -90,7 +90,7 @@ std::vector<int> parse_levels(const std::string& text) {
 int run(int argc, char** argv) {
   cxxopts::Options opts("sg2_png_bench", "sg2's PNG encoder at each level against a folder of reference PNGs");
   opts.add_options()("h,help", "show this help")("dir", "folder of reference PNGs", cxxopts::value<std::string>())(
-      "levels", "levels to measure: list and ranges of 0-12", cxxopts::value<std::string>()->default_value("0-12"))(
+      "levels", "levels to measure: list and ranges of 0-9, fast, smallest", cxxopts::value<std::string>()->default_value("0-9,fast,smallest"))(
       "threads", "encoder threads for img/s (default: the cores)", cxxopts::value<int>())(
       "limit", "at most this many reference files", cxxopts::value<int>()->default_value("64"))(
       "time-images", "images timed on one thread", cxxopts::value<int>()->default_value("8"))(
@@ -165,7 +165,7 @@ int run(int argc, char** argv) {
         worst_name = refs[i].name;
       }
     }
-    std::printf("| %d | %+.2f %% | %+.2f %% (%s) | %zu/%zu | %.1f | %.1f |\n", level,
+    std::printf("| %s | %+.2f %% | %+.2f %% (%s) | %zu/%zu | %.1f | %.1f |\n", sg2::png_level_name(level).c_str(),
                 100.0 * (double(total) / double(ref_total) - 1.0), worst, worst_name.c_str(), not_larger, refs.size(),
                 ms_sum / double(timed), double(jobs) / wall_s);
     std::fflush(stdout);

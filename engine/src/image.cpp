@@ -1,5 +1,5 @@
 // sg2: uint8 conversion, the PNG size limits and grids in memory (image.h). Encoding:
-// png_encode.cpp (stb_image_write + libdeflate); reading and streamed grids: png_io.cpp (libpng).
+// png_encode.cpp (PIL's row filters, zlib / libdeflate); reading and streamed grids: png_io.cpp (libpng).
 #include "sg2/image.h"
 
 #include "sg2/files.h"

@@ -46,36 +46,41 @@ void check_png_size(int64_t width, int64_t height, int64_t channels, PngWrite ho
 
 // --- PNG encoding (engine/src/png_encode.cpp) ----------------------------------------------
 
-/// PNG compression levels, on libdeflate's scale: 0 stores the rows without compression, 1 is the
-/// fastest, 12 the smallest. The CLI's --png-level takes these numbers (README "Bulk generation").
+/// PNG compression levels. 0-9 are zlib's levels with the settings of PIL's PNG writer (the call
+/// gen_images.py makes: Image.save(path) = compress_level 6): strategy Z_FILTERED, window 15,
+/// memLevel 9, and PIL's row filters (below); 0 stores the rows without compression. At level 6
+/// sg2's files are PIL's size (measured: -0.02 % over 1024x1024 StyleGAN2 images), so the default
+/// is never larger than the official PNGs. Two named levels use libdeflate: fast (level 1: about
+/// 8x faster than 6, files about 5 % larger) and smallest (level 12: about 3.5 % smaller than PIL,
+/// 2x slower than 6). README "Bulk generation" has the measured table.
 constexpr int kPngLevelMin = 0;
-constexpr int kPngLevelMax = 12;
-/// The default level. Its aim: files no larger than the official PIL PNGs (zlib level 6) at the
-/// best speed that allows. Provisional: measured on the development machine, level 9 is ~1 %
-/// smaller than PIL on 1024 photo-like images, ~0.4 % larger on 256 ones, ~2 % smaller on
-/// noise-like (random-weight) images; `sg2_png_bench` measures it against any folder of PNGs.
-constexpr int kPngLevelDefault = 9;
-/// The fast level for bulk runs: several times faster than the default; files a few percent
-/// larger than PIL's on photo-like images.
-constexpr int kPngLevelFast = 1;
+constexpr int kPngLevelDefault = 6;
+constexpr int kPngLevelFast = 10;      ///< "fast": libdeflate level 1
+constexpr int kPngLevelSmallest = 11;  ///< "smallest": libdeflate level 12
+constexpr int kPngLevelMax = 11;
 
-/// A level as text (the CLI's --png-level): "0".."12", "fast" (kPngLevelFast) or "default"
-/// (kPngLevelDefault). Throws Error(invalid_argument) "'x' is not a PNG level (0-12: ...)".
+/// A level as text (the CLI's --png-level): "0".."9", "fast", "smallest" or "default" (6). Throws
+/// Error(invalid_argument) "'x' is not a PNG level (0-9 as PIL's compress_level: ...)".
 int parse_png_level(const std::string& text);
+/// The text of a level: "0".."9", "fast", "smallest"; "?" outside [kPngLevelMin, kPngLevelMax].
+std::string png_level_name(int level);
 
 struct PngOptions {
-  int level = kPngLevelDefault;  ///< kPngLevelMin..kPngLevelMax; anything else is Error(invalid_argument)
+  int level = kPngLevelDefault;  ///< kPngLevelMin..kPngLevelMax (0-9, fast, smallest); else Error(invalid_argument)
 };
 
-/// Encodes 8-bit images as PNG files in memory: stb_image_write chooses each row's filter (the
-/// smallest sum of absolute values over None, Sub, Up, Average and Paeth), libdeflate compresses
-/// the rows into one zlib stream at `level` (one IDAT chunk; chunks IHDR, IDAT, IEND; CRCs by
-/// libdeflate_crc32). Color type from the channel count: 1 gray, 2 gray + alpha, 3 RGB, 4 RGBA;
-/// 8 bits, no interlace. The same pixels and level give the same bytes on every run (for one
-/// libdeflate version). Any PNG reader decodes them to the same pixels (tests use libpng's).
+/// Encodes 8-bit images as PNG files in memory. Row filters as PIL's PNG writer (and libpng's
+/// heuristic) choose them: per row, the smallest sum of |filtered byte| (bytes read as signed)
+/// over None, Up, Sub and Paeth, tried in that order, ties kept by the earlier (PIL tries Average
+/// only with optimize=True; leaving it out also compresses better). The rows are one zlib stream
+/// at `level` (zlib for 0-9, libdeflate for fast and smallest) in one IDAT chunk; chunks IHDR,
+/// IDAT, IEND with CRC-32. Color type from the channel count: 1 gray, 2 gray + alpha, 3 RGB, 4
+/// RGBA; 8 bits, no interlace. The same pixels and level give the same bytes on every run (for
+/// one zlib / libdeflate version). Any PNG reader decodes them to the same pixels (tests use
+/// libpng's).
 ///
-/// Owns one libdeflate compressor, allocated once: move-only, not thread-safe (libdeflate's
-/// compressors are not); use one encoder per thread.
+/// Owns its compressor state and row buffers, allocated once and reused: move-only, not
+/// thread-safe; use one encoder per thread.
 class PngEncoder {
  public:
   /// Throws Error(invalid_argument) for a level outside [kPngLevelMin, kPngLevelMax],
@@ -89,6 +94,8 @@ class PngEncoder {
 
   int level() const { return level_; }
 
+  struct State;  ///< opaque: the compressor (zlib's or libdeflate's) and row buffers (png_encode.cpp)
+
   /// The PNG file's bytes for `pixels`: height rows of width * channels bytes (HWC, rows top to
   /// bottom, no padding). Throws Error(invalid_argument) (check_png_size(..., whole), or a null
   /// pointer) and Error(out_of_memory).
@@ -98,7 +105,7 @@ class PngEncoder {
 
  private:
   int level_ = kPngLevelDefault;
-  void* compressor_ = nullptr;  ///< struct libdeflate_compressor*
+  State* state_ = nullptr;
 };
 
 /// encode with a PngEncoder of options.level that belongs to the calling thread (allocated on the
