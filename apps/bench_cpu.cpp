@@ -77,7 +77,8 @@ int run_cpu_bench(const cxxopts::ParseResult& args, const Model& model, const st
         return r[2].get<double>();
     return -1;
   };
-  const std::vector<int> batches = int_list(args.count("batch") ? args["batch"].as<std::string>() : "1,8", "batch size");
+  const std::vector<int> batches =
+      int_list(args.count("batch") ? args["batch"].as<std::string>() : "1,8", "batch size");
   const int iters = args.count("iters") ? args["iters"].as<int>() : 5;
   const int warmup = args.count("warmup") ? args["warmup"].as<int>() : 1;
   const std::vector<int> jobs =
@@ -96,8 +97,8 @@ int run_cpu_bench(const cxxopts::ParseResult& args, const Model& model, const st
   out["warmup"] = warmup;
   std::ostringstream table;
   char line[512];
-  std::snprintf(line, sizeof line, "%7s %5s %10s %19s %9s %9s %11s %13s\n", "threads", "batch", "median ms", "min-max ms",
-                "img/s", "ms/img", "cpu s/img", "vs official");
+  std::snprintf(line, sizeof line, "%7s %5s %10s %19s %9s %9s %11s %13s\n", "threads", "batch", "median ms",
+                "min-max ms", "img/s", "ms/img", "cpu s/img", "vs official");
   table << line;
   const bool timed = !args.count("accuracy-only");
   for (int j : timed ? jobs : std::vector<int>{}) {
@@ -131,10 +132,15 @@ int run_cpu_bench(const cxxopts::ParseResult& args, const Model& model, const st
       }
       const double med = median(ms), img_s = 1000.0 * n / med, cpu_img = median(cpu) / n;
       std::string vs = "-";
-      nlohmann::json row = {{"threads", j}, {"batch", n}, {"median_ms", med},
+      nlohmann::json row = {{"threads", j},
+                            {"batch", n},
+                            {"median_ms", med},
                             {"min_ms", *std::min_element(ms.begin(), ms.end())},
-                            {"max_ms", *std::max_element(ms.begin(), ms.end())}, {"img_per_s", img_s},
-                            {"ms_per_img", med / n}, {"cpu_s_per_img", cpu_img}, {"output_finite", finite}};
+                            {"max_ms", *std::max_element(ms.begin(), ms.end())},
+                            {"img_per_s", img_s},
+                            {"ms_per_img", med / n},
+                            {"cpu_s_per_img", cpu_img},
+                            {"output_finite", finite}};
       const double of = official(j, n);
       if (of > 0) {
         const double ratio = of * 1000.0 / (med / n);
@@ -143,9 +149,9 @@ int run_cpu_bench(const cxxopts::ParseResult& args, const Model& model, const st
         row["vs_official"] = ratio;
       }
       out["runs"].push_back(row);
-      std::snprintf(line, sizeof line, "%7d %5d %10.1f %9.1f-%-9.1f %9.2f %9.1f %11.3f %13s%s\n", j, n, med, *std::min_element(ms.begin(), ms.end()),
-                    *std::max_element(ms.begin(), ms.end()), img_s, med / n, cpu_img, vs.c_str(),
-                    finite ? "" : "  (OUTPUT NOT FINITE)");
+      std::snprintf(line, sizeof line, "%7d %5d %10.1f %9.1f-%-9.1f %9.2f %9.1f %11.3f %13s%s\n", j, n, med,
+                    *std::min_element(ms.begin(), ms.end()), *std::max_element(ms.begin(), ms.end()), img_s, med / n,
+                    cpu_img, vs.c_str(), finite ? "" : "  (OUTPUT NOT FINITE)");
       table << line;
       if (!as_json && !quiet) std::cerr << line << std::flush;  // progress
     }
@@ -177,7 +183,9 @@ int run_cpu_bench(const cxxopts::ParseResult& args, const Model& model, const st
     std::cout << out.dump(2) << "\n";
   } else {
     std::cout << "sg2 bench: " << label << "\n"
-              << "device: cpu, " << cores() << " cores available (oneDNN backend); whole generate (mapping + synthesis, const noise), " << warmup << " warm-up, " << iters
+              << "device: cpu, " << cores()
+              << " cores available (oneDNN backend); whole generate (mapping + synthesis, const noise), " << warmup
+              << " warm-up, " << iters
               << " timed; wall clock; cpu s/img = process CPU seconds per image; vs official: its s/img at the same "
                  "thread count over ours\n";
     if (timed) std::cout << table.str();

@@ -38,7 +38,8 @@ int run_end_to_end_bench(const cxxopts::ParseResult& args, const Model& model, c
   GeneratorOptions go;
   go.precision = parse_precision(has(args, "precision") ? get(args, "precision") : "auto");
   const std::string inv = get(args, "batch-invariance");
-  if (inv != "on" && inv != "off") fail(ErrorKind::invalid_argument, "--end-to-end --batch-invariance: on or off, got '", inv, "'");
+  if (inv != "on" && inv != "off")
+    fail(ErrorKind::invalid_argument, "--end-to-end --batch-invariance: on or off, got '", inv, "'");
   go.batch_invariant = inv == "on";
   StreamOptions so;
   if (has(args, "batch")) so.batch = static_cast<int>(parse_int("batch", get(args, "batch"), 1, 1 << 16));
@@ -79,36 +80,51 @@ int run_end_to_end_bench(const cxxopts::ParseResult& args, const Model& model, c
   // and wait for copies; the encoder pool's threads encode and write. The busiest names the limit.
   const double gen_busy = (st.stream.prepare_s + st.stream.submit_s + st.stream.wait_s) / G;
   const double pool_busy = (st.encode_s + st.write_s) / io.jobs;
-  const char* limit = pool_busy > gen_busy ? (st.encode_s > st.write_s ? "encoding (the encoder pool)" : "writing (the disk)")
-                                           : "the generators (compute and copies)";
+  const char* limit = pool_busy > gen_busy
+                          ? (st.encode_s > st.write_s ? "encoding (the encoder pool)" : "writing (the disk)")
+                          : "the generators (compute and copies)";
   std::string where;
   for (size_t i = 0; i < gens.size(); ++i) where += (i ? "," : "") + gens[i].device().str();
   if (has(args, "json")) {
-    nlohmann::json j = {{"model", label},           {"devices", where},         {"precision", to_string(go.precision)},
-                        {"batch_invariance", inv},  {"format", fmt_text},       {"png_level", png_level_name(io.png.level)},
-                        {"jobs", io.jobs},          {"images", st.images},      {"wall_s", st.wall_s},
-                        {"img_per_s", img_s},       {"bytes", st.bytes},        {"prepare_s", st.stream.prepare_s},
-                        {"submit_s", st.stream.submit_s}, {"wait_s", st.stream.wait_s}, {"sink_s", st.stream.sink_s},
-                        {"encode_s", st.encode_s},  {"write_s", st.write_s},    {"limit", limit}};
+    nlohmann::json j = {{"model", label},
+                        {"devices", where},
+                        {"precision", to_string(go.precision)},
+                        {"batch_invariance", inv},
+                        {"format", fmt_text},
+                        {"png_level", png_level_name(io.png.level)},
+                        {"jobs", io.jobs},
+                        {"images", st.images},
+                        {"wall_s", st.wall_s},
+                        {"img_per_s", img_s},
+                        {"bytes", st.bytes},
+                        {"prepare_s", st.stream.prepare_s},
+                        {"submit_s", st.stream.submit_s},
+                        {"wait_s", st.stream.wait_s},
+                        {"sink_s", st.stream.sink_s},
+                        {"encode_s", st.encode_s},
+                        {"write_s", st.write_s},
+                        {"limit", limit}};
     std::cout << j.dump(2) << "\n";
     return 0;
   }
   char line[512];
   std::printf("sg2 bench --end-to-end: %s\n", label.c_str());
   std::printf("  %lld images (seeds %s) on %s, %s, batch invariance %s, --format %s%s, %d encoder threads\n",
-              static_cast<long long>(st.images), seeds_text.c_str(), where.c_str(), to_string(go.precision), inv.c_str(),
-              fmt_text.c_str(), fmt == OutputFormat::png ? (" --png-level " + png_level_name(io.png.level)).c_str() : "",
-              io.jobs);
-  std::snprintf(line, sizeof line, "  %.2f s, %.1f img/s, %.1f MB written (%.1f MB/s)\n", st.wall_s, img_s, mb, mb / st.wall_s);
+              static_cast<long long>(st.images), seeds_text.c_str(), where.c_str(), to_string(go.precision),
+              inv.c_str(), fmt_text.c_str(),
+              fmt == OutputFormat::png ? (" --png-level " + png_level_name(io.png.level)).c_str() : "", io.jobs);
+  std::snprintf(line, sizeof line, "  %.2f s, %.1f img/s, %.1f MB written (%.1f MB/s)\n", st.wall_s, img_s, mb,
+                mb / st.wall_s);
   std::cout << line;
-  std::snprintf(line, sizeof line,
-                "  stages (seconds, summed over threads): generators %.2f (z and mapping %.2f, queueing synthesis %.2f, "
-                "waiting for copies %.2f) over %d thread%s; encode %.2f, write %.2f over %d threads; handing on %.2f\n",
-                st.stream.prepare_s + st.stream.submit_s + st.stream.wait_s, st.stream.prepare_s, st.stream.submit_s,
-                st.stream.wait_s, G, G == 1 ? "" : "s", st.encode_s, st.write_s, io.jobs, st.stream.sink_s);
+  std::snprintf(
+      line, sizeof line,
+      "  stages (seconds, summed over threads): generators %.2f (z and mapping %.2f, queueing synthesis %.2f, "
+      "waiting for copies %.2f) over %d thread%s; encode %.2f, write %.2f over %d threads; handing on %.2f\n",
+      st.stream.prepare_s + st.stream.submit_s + st.stream.wait_s, st.stream.prepare_s, st.stream.submit_s,
+      st.stream.wait_s, G, G == 1 ? "" : "s", st.encode_s, st.write_s, io.jobs, st.stream.sink_s);
   std::cout << line;
-  std::snprintf(line, sizeof line, "  busiest per worker: generators %.2f s, encoder pool %.2f s: the limit is %s\n", gen_busy,
-                pool_busy, limit);
+  std::snprintf(line, sizeof line, "  busiest per worker: generators %.2f s, encoder pool %.2f s: the limit is %s\n",
+                gen_busy, pool_busy, limit);
   std::cout << line;
   return 0;
 }

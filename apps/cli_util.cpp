@@ -69,7 +69,8 @@ int64_t parse_int(const std::string& what, const std::string& text, int64_t lo, 
   errno = 0;
   char* end = nullptr;
   const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || std::isspace(static_cast<unsigned char>(text[0])))
+  if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE ||
+      std::isspace(static_cast<unsigned char>(text[0])))
     fail(ErrorKind::invalid_argument, "--", what, ": '", text, "' is not an integer");
   if (v < lo || v > hi) fail(ErrorKind::invalid_argument, "--", what, ": ", v, " is out of range [", lo, ", ", hi, "]");
   return v;
@@ -146,17 +147,23 @@ void add_model_options(cxxopts::Options& opts, bool with_batch, bool device_list
       device_lists ? "cpu, cuda, cuda:N, or a list sharing the batches: cuda:0,1 or cuda:all (default: cuda when a "
                      "GPU is usable, else cpu)"
                    : "cpu, cuda or cuda:N (default: cuda when a GPU is usable, else cpu)";
-  opts.add_options("model")
-      ("network", "model file (.safetensors from sg2 convert) or checkpoint (.pkl, .pt); default: the bundled "
-                  "digits32 model (env SG2_MODEL overrides)", cxxopts::value<std::string>(), "FILE")
-      ("device", device_help, cxxopts::value<std::string>(), "DEV")
-      ("precision", "auto (fp16 in the checkpoint's fp16 blocks on CUDA, fp32 on CPU), fp32, tf32 or fp16 "
-                    "(tf32/fp16: CUDA only)", cxxopts::value<std::string>()->default_value("auto"), "P")
-      ("batch-invariance", "on (default): an image's bits never depend on the batch it ran in; off (CUDA): "
-                           "cuDNN for tf32/fp16 convolutions, faster, last bits may change with --batch",
-       cxxopts::value<std::string>()->default_value("on"), "on|off")
-      ("threads", "threads computing on --device cpu (default: every core, or env SG2_CPU_THREADS); the images "
-                  "are the same bit for bit with any number", cxxopts::value<std::string>(), "N");
+  opts.add_options("model")(
+      "network",
+      "model file (.safetensors from sg2 convert) or checkpoint (.pkl, .pt); default: the bundled "
+      "digits32 model (env SG2_MODEL overrides)",
+      cxxopts::value<std::string>(), "FILE")("device", device_help, cxxopts::value<std::string>(), "DEV")(
+      "precision",
+      "auto (fp16 in the checkpoint's fp16 blocks on CUDA, fp32 on CPU), fp32, tf32 or fp16 "
+      "(tf32/fp16: CUDA only)",
+      cxxopts::value<std::string>()->default_value("auto"),
+      "P")("batch-invariance",
+           "on (default): an image's bits never depend on the batch it ran in; off (CUDA): "
+           "cuDNN for tf32/fp16 convolutions, faster, last bits may change with --batch",
+           cxxopts::value<std::string>()->default_value("on"),
+           "on|off")("threads",
+                     "threads computing on --device cpu (default: every core, or env SG2_CPU_THREADS); the images "
+                     "are the same bit for bit with any number",
+                     cxxopts::value<std::string>(), "N");
   if (with_batch)
     opts.add_options("model")("batch", "images per generator call (default: the backend's choice)",
                               cxxopts::value<std::string>(), "N");
@@ -207,8 +214,9 @@ Generator open_generator(Model model, const GeneratorOptions& options) {
     std::string why;
     const bool on_cpu = options.device ? options.device->kind == Device::Kind::cpu : !cuda_available(&why);
     if (on_cpu)
-      fail(ErrorKind::invalid_argument, "--precision ", to_string(p), " needs the CUDA backend, and this run is on the CPU",
-           why.empty() ? std::string() : " (" + why + ")", ", which computes in float32 only: use --precision fp32 or auto");
+      fail(ErrorKind::invalid_argument, "--precision ", to_string(p),
+           " needs the CUDA backend, and this run is on the CPU", why.empty() ? std::string() : " (" + why + ")",
+           ", which computes in float32 only: use --precision fp32 or auto");
   }
   try {
     return Generator(std::move(model), options);
@@ -234,8 +242,9 @@ void model_notices(const std::string& command, const ModelConfig& cfg, const Tru
   if (trunc != nullptr && trunc->psi != 1.0f) {
     if (cfg.w_avg_estimated)
       say(command, "warning",
-          "--trunc " + short_number(trunc->psi) + " truncates toward an estimated w_avg: the checkpoint stores none, so "
-          "sg2 used the mean mapping output of random z (sg2 inspect); sg2 convert --w-avg FILE.npy sets your own");
+          "--trunc " + short_number(trunc->psi) +
+              " truncates toward an estimated w_avg: the checkpoint stores none, so "
+              "sg2 used the mean mapping output of random z (sg2 inspect); sg2 convert --w-avg FILE.npy sets your own");
     const bool all_rows = !trunc->cutoff || *trunc->cutoff >= cfg.num_ws;
     if (trunc->psi == 0.0f && all_rows && !quiet)
       say(command, "note", "--trunc 0 replaces every w by w_avg: every seed gives the same image");
@@ -295,9 +304,12 @@ int64_t host_memory_available() {
 namespace {
 std::string gib(int64_t bytes) {
   char buf[32];
-  if (bytes >= (int64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / double(int64_t(1) << 30));
-  else if (bytes >= (1 << 20)) std::snprintf(buf, sizeof buf, "%.0f MiB", std::ceil(double(bytes) / double(1 << 20)));
-  else std::snprintf(buf, sizeof buf, "%.0f KiB", std::ceil(double(bytes) / 1024.0));
+  if (bytes >= (int64_t(1) << 30))
+    std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / double(int64_t(1) << 30));
+  else if (bytes >= (1 << 20))
+    std::snprintf(buf, sizeof buf, "%.0f MiB", std::ceil(double(bytes) / double(1 << 20)));
+  else
+    std::snprintf(buf, sizeof buf, "%.0f KiB", std::ceil(double(bytes) / 1024.0));
   return buf;
 }
 }  // namespace
@@ -320,9 +332,9 @@ int chunk_size(Generator& gen, const cxxopts::ParseResult& args, int64_t images,
          " of memory on the CPU, but only ", gib(avail), " are available");
   if (batch <= fits) return batch;
   if (o.max_batch > 0)
-    fail(ErrorKind::invalid_argument, "--batch ", batch, " needs about ", gib(per * batch), " of memory for this ", size,
-         " model on the CPU (about ", gib(per), " per image), but ", gib(avail), " are available: use --batch ", fits,
-         " or less");
+    fail(ErrorKind::invalid_argument, "--batch ", batch, " needs about ", gib(per * batch), " of memory for this ",
+         size, " model on the CPU (about ", gib(per), " per image), but ", gib(avail), " are available: use --batch ",
+         fits, " or less");
   return static_cast<int>(fits);  // the default batch, cut to what fits
 }
 
@@ -339,8 +351,8 @@ Tensor class_labels(const cxxopts::ParseResult& args, const ModelConfig& cfg, in
     return Tensor();
   }
   // Any integer first; the range is the model's, so that the message names it (--class -1).
-  const int64_t k = parse_int("class", get(args, "class"), std::numeric_limits<int64_t>::min(),
-                                  std::numeric_limits<int64_t>::max());
+  const int64_t k =
+      parse_int("class", get(args, "class"), std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   if (cfg.c_dim == 0)
     fail(ErrorKind::invalid_argument, "--class: this model is unconditional (c_dim 0); leave --class out");
   if (k < 0 || k >= cfg.c_dim)
@@ -351,14 +363,16 @@ Tensor class_labels(const cxxopts::ParseResult& args, const ModelConfig& cfg, in
 // --- sharding ------------------------------------------------------------------------------
 
 void add_shard_option(cxxopts::Options& opts) {
-  opts.add_options()("shard", "make only part I of N of the list (0 <= I < N; contiguous blocks in list order); "
-                              "default: from Slurm job arrays, srun or mpirun (README \"Bulk generation\"); 0/1 = all",
+  opts.add_options()("shard",
+                     "make only part I of N of the list (0 <= I < N; contiguous blocks in list order); "
+                     "default: from Slurm job arrays, srun or mpirun (README \"Bulk generation\"); 0/1 = all",
                      cxxopts::value<std::string>(), "I/N");
 }
 
 void add_png_level_option(cxxopts::Options& opts) {
-  opts.add_options()("png-level", "PNG compression: 0-9 as PIL's compress_level (default 6: the official PNGs' size), "
-                                  "fast (~6x faster, ~5 % larger) or smallest; the pixels are the same at every level",
+  opts.add_options()("png-level",
+                     "PNG compression: 0-9 as PIL's compress_level (default 6: the official PNGs' size), "
+                     "fast (~6x faster, ~5 % larger) or smallest; the pixels are the same at every level",
                      cxxopts::value<std::string>()->default_value("default"), "L");
 }
 
@@ -374,7 +388,8 @@ PngOptions png_options(const cxxopts::ParseResult& args) {
 
 ShardPlan plan_shard(const cxxopts::ParseResult& args) {
   const EnvLookup env = process_environment();
-  const std::optional<std::string> option = has(args, "shard") ? std::optional<std::string>(get(args, "shard")) : std::nullopt;
+  const std::optional<std::string> option =
+      has(args, "shard") ? std::optional<std::string>(get(args, "shard")) : std::nullopt;
   ShardPlan p;
   try {
     p.shard = resolve_shard(option, env);
@@ -415,7 +430,8 @@ std::string indexed_stem(const std::string& prefix, int64_t index, int width) {
 OutputDir::OutputDir(const std::string& dir) : dir_(dir) {
   // An empty --outdir is almost always an unset shell variable ($OUT): refuse it rather than
   // scatter files into the current folder.
-  if (dir_.empty()) fail(ErrorKind::invalid_argument, "--outdir is empty; name a folder (--outdir . for the current one)");
+  if (dir_.empty())
+    fail(ErrorKind::invalid_argument, "--outdir is empty; name a folder (--outdir . for the current one)");
   struct stat st {};
   if (::stat(dir_.c_str(), &st) == 0) {
     if (!S_ISDIR(st.st_mode))
@@ -458,8 +474,9 @@ OutputDir::~OutputDir() {
 
 Error OutputDir::failure(const Error& e) const {
   if (written_ == 0) return e;
-  return Error(e.kind(), detail::concat(e.what(), "; ", written_, written_ == 1 ? " file" : " files",
-                                        " written before this error ", written_ == 1 ? "is" : "are", " kept in ", dir_));
+  return Error(e.kind(),
+               detail::concat(e.what(), "; ", written_, written_ == 1 ? " file" : " files",
+                              " written before this error ", written_ == 1 ? "is" : "are", " kept in ", dir_));
 }
 
 std::string OutputDir::file(const std::string& name) const { return dir_ + "/" + name; }
@@ -545,9 +562,7 @@ int run_process(const std::vector<std::string>& argv, std::string* output) {
 
 // --- progress ------------------------------------------------------------------------------
 
-void add_quiet_option(cxxopts::Options& opts) {
-  opts.add_options()("q,quiet", "no progress bar and no summary line");
-}
+void add_quiet_option(cxxopts::Options& opts) { opts.add_options()("q,quiet", "no progress bar and no summary line"); }
 
 Progress::Progress(std::string label, int64_t total, bool quiet)
     : label_(std::move(label)), total_(total), quiet_(quiet), tty_(::isatty(2) == 1) {
@@ -606,7 +621,8 @@ void Progress::draw(bool final_draw) {
   if (work > 0 && done_ < total_) {
     char pct[16] = "";
     if (partial > 0) std::snprintf(pct, sizeof pct, " (%.0f%%)", 100.0 * frac);
-    std::snprintf(tail, sizeof tail, rate < 10 ? " %lld/%lld%s  %.2f/s  %.0fs left" : " %lld/%lld%s  %.1f/s  %.0fs left",
+    std::snprintf(tail, sizeof tail,
+                  rate < 10 ? " %lld/%lld%s  %.2f/s  %.0fs left" : " %lld/%lld%s  %.1f/s  %.0fs left",
                   static_cast<long long>(done_), static_cast<long long>(total_), pct, rate,
                   (double(total_) - work) / std::max(rate, 1e-9));
   } else {

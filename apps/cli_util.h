@@ -11,8 +11,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <new>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>

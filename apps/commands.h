@@ -13,7 +13,7 @@ namespace sg2::cli {
 /// returns the process exit code.
 struct Command {
   const char* name;
-  int order;            ///< position in `sg2 --help`
+  int order;  ///< position in `sg2 --help`
   const char* summary;
   int (*run)(int argc, char** argv);
 };

@@ -96,8 +96,8 @@ Result judge(const DiffStats& s, double peak, const std::string& unit, const Thr
   }
   char pct[32];
   std::snprintf(pct, sizeof pct, "%.4g", s.n > 0 ? 100.0 * double(s.differing) / double(s.n) : 0.0);
-  r.detail = "max|diff| " + fmt_num(s.max_abs) + unit + ", mean|diff| " + fmt_num(mean) + ", PSNR " + fmt_num(psnr) + " dB, " +
-             std::to_string(s.differing) + " of " + std::to_string(s.n) + " values differ (" + pct + " %)";
+  r.detail = "max|diff| " + fmt_num(s.max_abs) + unit + ", mean|diff| " + fmt_num(mean) + ", PSNR " + fmt_num(psnr) +
+             " dB, " + std::to_string(s.differing) + " of " + std::to_string(s.n) + " values differ (" + pct + " %)";
   return r;
 }
 
@@ -113,10 +113,12 @@ Result compare_pngs(const std::string& a, const std::string& b, const Thresholds
                          "; raise --max-pixels to compare it"};
   }
   if (x.width() != y.width() || x.height() != y.height() || x.channels() != y.channels())
-    return {false, "shape mismatch: " + std::to_string(x.width()) + "x" + std::to_string(x.height()) + "x" + std::to_string(x.channels()) +
-                       " vs " + std::to_string(y.width()) + "x" + std::to_string(y.height()) + "x" + std::to_string(y.channels()) + " (WxHxC)"};
+    return {false, "shape mismatch: " + std::to_string(x.width()) + "x" + std::to_string(x.height()) + "x" +
+                       std::to_string(x.channels()) + " vs " + std::to_string(y.width()) + "x" +
+                       std::to_string(y.height()) + "x" + std::to_string(y.channels()) + " (WxHxC)"};
   if (x.bits() != y.bits())
-    return {false, "bit depth mismatch: " + std::to_string(x.bits()) + " vs " + std::to_string(y.bits()) + " bits per sample"};
+    return {false,
+            "bit depth mismatch: " + std::to_string(x.bits()) + " vs " + std::to_string(y.bits()) + " bits per sample"};
   DiffStats s;
   for (int row = 0; row < x.height(); ++row) {
     const std::vector<uint16_t>& rx = x.next_row();
@@ -199,12 +201,13 @@ int run_compare(int argc, char** argv) {
       "16-bit) for PNG and 2 for .npy (the [-1, 1] image range: 10 log10(4 / MSE)). PNGs are decoded with libpng: a "
       "bad CRC, a broken image stream or a palette index beyond the palette fails the pair. Exit status: 0 when "
       "every file passes, 1 otherwise, 2 on a usage error.");
-  opts.add_options()
-      ("max-abs", "largest allowed |a - b| (PNG: levels of the file's bit depth, npy: values)", cxxopts::value<std::string>(), "X")
-      ("max-pixels", "largest PNG compared, in pixels (default 67108864 = 8192x8192); larger files fail before they are "
-                     "decompressed", cxxopts::value<std::string>(), "N")
-      ("min-psnr", "smallest allowed PSNR in dB", cxxopts::value<std::string>(), "Y")
-      ("paths", "A B", cxxopts::value<std::vector<std::string>>());
+  opts.add_options()("max-abs", "largest allowed |a - b| (PNG: levels of the file's bit depth, npy: values)",
+                     cxxopts::value<std::string>(), "X")(
+      "max-pixels",
+      "largest PNG compared, in pixels (default 67108864 = 8192x8192); larger files fail before they are "
+      "decompressed",
+      cxxopts::value<std::string>(), "N")("min-psnr", "smallest allowed PSNR in dB", cxxopts::value<std::string>(),
+                                          "Y")("paths", "A B", cxxopts::value<std::vector<std::string>>());
   opts.parse_positional({"paths"});
   opts.positional_help("A B");
   add_quiet_option(opts);
@@ -220,8 +223,9 @@ int run_compare(int argc, char** argv) {
     if (*th.max_abs < 0) fail(ErrorKind::invalid_argument, "--max-abs must be >= 0");
   }
   if (has(args, "min-psnr")) th.min_psnr = parse_float("min-psnr", get(args, "min-psnr"));
-  const int64_t max_pixels = has(args, "max-pixels") ? parse_int("max-pixels", get(args, "max-pixels"), 1, int64_t(1) << 40)
-                                                     : kDefaultMaxPngPixels;
+  const int64_t max_pixels = has(args, "max-pixels")
+                                 ? parse_int("max-pixels", get(args, "max-pixels"), 1, int64_t(1) << 40)
+                                 : kDefaultMaxPngPixels;
   const bool quiet = has(args, "quiet");
 
   const std::string& a = paths[0];
@@ -241,11 +245,15 @@ int run_compare(int argc, char** argv) {
     const std::set<std::string>& nb = lb.files;
     std::set<std::string> all = na;
     all.insert(nb.begin(), nb.end());
-    if (all.empty()) fail(ErrorKind::invalid_argument, "no .png or .npy files in ", a, " or ", b, " (or their subfolders)");
+    if (all.empty())
+      fail(ErrorKind::invalid_argument, "no .png or .npy files in ", a, " or ", b, " (or their subfolders)");
     for (const std::string& name : all) {
-      if (!na.count(name)) results.push_back({name, {false, "missing in " + a}});
-      else if (!nb.count(name)) results.push_back({name, {false, "missing in " + b}});
-      else results.push_back({name, compare_files(a + "/" + name, b + "/" + name, th, max_pixels)});
+      if (!na.count(name))
+        results.push_back({name, {false, "missing in " + a}});
+      else if (!nb.count(name))
+        results.push_back({name, {false, "missing in " + b}});
+      else
+        results.push_back({name, compare_files(a + "/" + name, b + "/" + name, th, max_pixels)});
     }
   } else {
     results.push_back({a + " vs " + b, compare_files(a, b, th, max_pixels)});
@@ -268,7 +276,8 @@ int run_compare(int argc, char** argv) {
       if (n > 0) walked += (walked.empty() ? "; " : ", ") + std::to_string(n) + " " + (n == 1 ? one : many);
     };
     part(la.subfolders + lb.subfolders, "subfolder included", "subfolders included");
-    part(la.linked_folders + lb.linked_folders, "symbolic link to a folder not followed", "symbolic links to folders not followed");
+    part(la.linked_folders + lb.linked_folders, "symbolic link to a folder not followed",
+         "symbolic links to folders not followed");
     part(la.ignored + lb.ignored, "other file ignored", "other files ignored");
     std::cout << "sg2 compare: " << (results.size() - failed) << " of " << results.size() << " files match (" << rule
               << ")" << (failed ? ", " + std::to_string(failed) + " do not" : std::string()) << walked << "\n";

@@ -12,9 +12,9 @@
 #include <string>
 
 #include "commands.h"
+#include "sg2/convert.h"
 #include "sg2/error.h"
 #include "sg2/model.h"
-#include "sg2/convert.h"
 #include "sg2/npy.h"
 
 namespace {
@@ -28,33 +28,38 @@ int parse_int_option(const std::string& name, const std::string& text, long lo, 
     pos = 0;
   }
   if (pos != text.size() || text.empty() || v < lo || v > hi)
-    sg2::fail(sg2::ErrorKind::invalid_argument, "--", name, " must be an integer in [", lo, ", ", hi, "], got '", text, "'");
+    sg2::fail(sg2::ErrorKind::invalid_argument, "--", name, " must be an integer in [", lo, ", ", hi, "], got '", text,
+              "'");
   return static_cast<int>(v);
 }
 
 bool same_file(const std::string& a, const std::string& b) {
-  struct stat sa {}, sb {};
+  struct stat sa {
+  }, sb{};
   return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 int run_convert(int argc, char** argv) {
-  cxxopts::Options opts("sg2 convert",
-                        "Converts a StyleGAN2 checkpoint to an sg2 model file (.safetensors), without Python.\n"
-                        "Reads stylegan2-ada-pytorch and stylegan3-repo .pkl, NVIDIA TensorFlow StyleGAN2 / StyleGAN2-ADA .pkl,\n"
-                        "and rosinality .pt files; the family is detected from the file's structure. Nothing in the file is\n"
-                        "ever executed. OUT is written atomically.");
+  cxxopts::Options opts(
+      "sg2 convert",
+      "Converts a StyleGAN2 checkpoint to an sg2 model file (.safetensors), without Python.\n"
+      "Reads stylegan2-ada-pytorch and stylegan3-repo .pkl, NVIDIA TensorFlow StyleGAN2 / StyleGAN2-ADA .pkl,\n"
+      "and rosinality .pt files; the family is detected from the file's structure. Nothing in the file is\n"
+      "ever executed. OUT is written atomically.");
   opts.positional_help("IN OUT.safetensors");
-  opts.add_options()
-      ("h,help", "show this help")
-      ("w-avg-samples", "when the checkpoint has no w_avg (rosinality training checkpoints): average the mapping output "
-                        "over this many z", cxxopts::value<std::string>()->default_value("10000"), "N")
-      ("w-avg-seed", "RandomState seed of those z (one stream: RandomState(S).randn(N, z_dim))",
-       cxxopts::value<std::string>()->default_value("0"), "S")
-      ("w-avg", "store this mean latent as w_avg (float32 .npy, [w_dim] or [1, w_dim]) instead of the checkpoint's "
-                "own or an estimate: the mean your own pipeline truncated toward", cxxopts::value<std::string>(), "FILE.npy")
-      ("q,quiet", "print nothing on success")
-      ("input", "checkpoint", cxxopts::value<std::string>())
-      ("output", "model file to write", cxxopts::value<std::string>());
+  opts.add_options()("h,help", "show this help")(
+      "w-avg-samples",
+      "when the checkpoint has no w_avg (rosinality training checkpoints): average the mapping output "
+      "over this many z",
+      cxxopts::value<std::string>()->default_value("10000"),
+      "N")("w-avg-seed", "RandomState seed of those z (one stream: RandomState(S).randn(N, z_dim))",
+           cxxopts::value<std::string>()->default_value("0"),
+           "S")("w-avg",
+                "store this mean latent as w_avg (float32 .npy, [w_dim] or [1, w_dim]) instead of the checkpoint's "
+                "own or an estimate: the mean your own pipeline truncated toward",
+                cxxopts::value<std::string>(), "FILE.npy")("q,quiet", "print nothing on success")(
+      "input", "checkpoint", cxxopts::value<std::string>())("output", "model file to write",
+                                                            cxxopts::value<std::string>());
   opts.parse_positional({"input", "output"});
   cxxopts::ParseResult args;
   try {
@@ -89,7 +94,8 @@ int run_convert(int argc, char** argv) {
   }
   if (args.count("w-avg")) {
     if (args.count("w-avg-samples") || args.count("w-avg-seed"))
-      sg2::fail(sg2::ErrorKind::invalid_argument, "--w-avg supplies w_avg; --w-avg-samples and --w-avg-seed shape an estimate: give one or the other");
+      sg2::fail(sg2::ErrorKind::invalid_argument,
+                "--w-avg supplies w_avg; --w-avg-samples and --w-avg-seed shape an estimate: give one or the other");
     const std::string f = args["w-avg"].as<std::string>();
     try {
       options.w_avg = sg2::read_npy_tensor(f);
@@ -103,10 +109,13 @@ int run_convert(int argc, char** argv) {
   for (const char* ext : {".pkl", ".pickle", ".pt", ".pth", ".ckpt", ".npy", ".npz"}) {
     const std::string e = ext;
     if (out.size() > e.size() && out.compare(out.size() - e.size(), e.size(), e) == 0)
-      sg2::fail(sg2::ErrorKind::invalid_argument, "OUT ", out, " has a checkpoint's extension, but sg2 convert writes a "
-                "safetensors model file: name it ", out.substr(0, out.size() - e.size()), ".safetensors");
+      sg2::fail(sg2::ErrorKind::invalid_argument, "OUT ", out,
+                " has a checkpoint's extension, but sg2 convert writes a "
+                "safetensors model file: name it ",
+                out.substr(0, out.size() - e.size()), ".safetensors");
   }
-  if (same_file(in, out)) sg2::fail(sg2::ErrorKind::invalid_argument, "OUT ", out, " is the input file; choose another name");
+  if (same_file(in, out))
+    sg2::fail(sg2::ErrorKind::invalid_argument, "OUT ", out, " is the input file; choose another name");
   sg2::ConvertResult res;
   try {
     res = sg2::convert_checkpoint_report(in, options);
@@ -119,9 +128,11 @@ int run_convert(int argc, char** argv) {
   sg2::save_model_file(out, res.model);
   if (!args.count("quiet")) {
     const sg2::ModelConfig& c = res.model.config;
-    std::cout << "converted " << in << " (" << res.report.family << ", " << res.report.generator << ", " << c.img_resolution << "x"
-              << c.img_resolution << "x" << c.img_channels << ", " << sg2::parameter_count(res.model) << " parameters) -> " << out
-              << (res.report.w_avg_supplied ? ", w_avg from " + args["w-avg"].as<std::string>() : std::string()) << "\n";
+    std::cout << "converted " << in << " (" << res.report.family << ", " << res.report.generator << ", "
+              << c.img_resolution << "x" << c.img_resolution << "x" << c.img_channels << ", "
+              << sg2::parameter_count(res.model) << " parameters) -> " << out
+              << (res.report.w_avg_supplied ? ", w_avg from " + args["w-avg"].as<std::string>() : std::string())
+              << "\n";
   }
   return 0;
 }

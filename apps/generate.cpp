@@ -24,13 +24,13 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "image_writer.h"
+#include "sg2/dataset_zip.h"
 #include "sg2/error.h"
 #include "sg2/image.h"
 #include "sg2/npy.h"
-#include "sg2/stream.h"
-#include "image_writer.h"
-#include "sg2/dataset_zip.h"
 #include "sg2/shard.h"
+#include "sg2/stream.h"
 #include "task_pool.h"
 #include "ws_input.h"
 
@@ -42,33 +42,40 @@ int run_generate(int argc, char** argv) {
       "generate",
       "Generates images from seeds, as NVIDIA's generate.py: z = numpy RandomState(seed).randn(1, z_dim), "
       "img = G(z, c, truncation_psi, noise_mode), saved as seed%04d.png with the official uint8 conversion.");
-  opts.add_options()
-      ("seeds", "seeds: ranges and lists, e.g. 0-7,42; each in [0, 4294967295] (never wrapped)",
-       cxxopts::value<std::string>(), "LIST")
-      ("ws", "W [N, w_dim] or W+ [N, num_ws, w_dim] float .npy, or an .npz (its array 'w', as NVIDIA's "
-             "projected_w.npz), fed to synthesis (no truncation, as --projected-w); outputs ws0000.png, ... by row",
-       cxxopts::value<std::string>(), "FILE")
-      ("ws-as", "how to read a 2-D --ws array [num_ws, w_dim], which is ambiguous: w+ (one W+ latent without its "
-                "batch axis) or w (num_ws W latents)", cxxopts::value<std::string>(), "w|w+")
-      ("trunc", "truncation psi toward w_avg (1 = none)", cxxopts::value<std::string>()->default_value("1"), "PSI")
-      ("trunc-cutoff", "truncate only ws rows [0, N) (default: all rows)", cxxopts::value<std::string>(), "N")
-      ("noise-mode", "const (the model's stored noise), random, or none",
-       cxxopts::value<std::string>()->default_value("const"), "MODE")
-      ("noise-seed", "seed of --noise-mode random (default 0); an image's noise depends only on this and its "
-                     "own seed, not on the batch", cxxopts::value<std::string>(), "S")
-      ("seed-mode", "pt: z from the seed (PyTorch generate.py); tf: z, then every const noise map redrawn "
-                    "from the same RandomState (TensorFlow run_generator.py; pass its --trunc 0.5 yourself)",
-       cxxopts::value<std::string>()->default_value("pt"), "pt|tf")
-      ("save-ws", "also write seed%04d_ws.npy: float32 [1, num_ws, w_dim] after truncation")
-      ("outdir", "output directory (created if missing), or NAME.zip: a dataset archive in dataset_tool.py's layout "
-                 "(PNG entries and dataset.json with the labels), streamed; one per shard",
-       cxxopts::value<std::string>()->default_value("out"), "DIR")
-      ("format", "png (uint8, 1 channel gray, 3 RGB, 4 RGBA), npy (raw float32 [1, C, H, W]), both (png and npy), "
-                 "or u8npy (the PNG's uint8 pixels as .npy [1, H, W, C], no compression: the fastest)",
-       cxxopts::value<std::string>()->default_value("png"), "F")
-      ("jobs", "threads encoding and writing files (default: the cores available)", cxxopts::value<std::string>(), "N")
-      ("grid", "also write grid.png: the images in generation order, row by row", cxxopts::value<std::string>(),
-       "COLSxROWS");
+  opts.add_options()("seeds", "seeds: ranges and lists, e.g. 0-7,42; each in [0, 4294967295] (never wrapped)",
+                     cxxopts::value<std::string>(), "LIST")(
+      "ws",
+      "W [N, w_dim] or W+ [N, num_ws, w_dim] float .npy, or an .npz (its array 'w', as NVIDIA's "
+      "projected_w.npz), fed to synthesis (no truncation, as --projected-w); outputs ws0000.png, ... by row",
+      cxxopts::value<std::string>(),
+      "FILE")("ws-as",
+              "how to read a 2-D --ws array [num_ws, w_dim], which is ambiguous: w+ (one W+ latent without its "
+              "batch axis) or w (num_ws W latents)",
+              cxxopts::value<std::string>(), "w|w+")("trunc", "truncation psi toward w_avg (1 = none)",
+                                                     cxxopts::value<std::string>()->default_value("1"), "PSI")(
+      "trunc-cutoff", "truncate only ws rows [0, N) (default: all rows)", cxxopts::value<std::string>(), "N")(
+      "noise-mode", "const (the model's stored noise), random, or none",
+      cxxopts::value<std::string>()->default_value("const"),
+      "MODE")("noise-seed",
+              "seed of --noise-mode random (default 0); an image's noise depends only on this and its "
+              "own seed, not on the batch",
+              cxxopts::value<std::string>(),
+              "S")("seed-mode",
+                   "pt: z from the seed (PyTorch generate.py); tf: z, then every const noise map redrawn "
+                   "from the same RandomState (TensorFlow run_generator.py; pass its --trunc 0.5 yourself)",
+                   cxxopts::value<std::string>()->default_value("pt"),
+                   "pt|tf")("save-ws", "also write seed%04d_ws.npy: float32 [1, num_ws, w_dim] after truncation")(
+      "outdir",
+      "output directory (created if missing), or NAME.zip: a dataset archive in dataset_tool.py's layout "
+      "(PNG entries and dataset.json with the labels), streamed; one per shard",
+      cxxopts::value<std::string>()->default_value("out"),
+      "DIR")("format",
+             "png (uint8, 1 channel gray, 3 RGB, 4 RGBA), npy (raw float32 [1, C, H, W]), both (png and npy), "
+             "or u8npy (the PNG's uint8 pixels as .npy [1, H, W, C], no compression: the fastest)",
+             cxxopts::value<std::string>()->default_value("png"), "F")(
+      "jobs", "threads encoding and writing files (default: the cores available)", cxxopts::value<std::string>(), "N")(
+      "grid", "also write grid.png: the images in generation order, row by row", cxxopts::value<std::string>(),
+      "COLSxROWS");
   add_class_option(opts);
   add_shard_option(opts);
   add_png_level_option(opts);
@@ -99,7 +106,8 @@ int run_generate(int argc, char** argv) {
   }
   Truncation trunc;
   trunc.psi = parse_float("trunc", get(args, "trunc"));
-  if (has(args, "trunc-cutoff")) trunc.cutoff = static_cast<int>(parse_int("trunc-cutoff", get(args, "trunc-cutoff"), 0, 1 << 20));
+  if (has(args, "trunc-cutoff"))
+    trunc.cutoff = static_cast<int>(parse_int("trunc-cutoff", get(args, "trunc-cutoff"), 0, 1 << 20));
   const NoiseMode noise_mode = parse_noise_mode(get(args, "noise-mode"));
   const std::string seed_mode = get(args, "seed-mode");
   if (seed_mode != "pt" && seed_mode != "tf")
@@ -111,10 +119,12 @@ int run_generate(int argc, char** argv) {
     noise_seed = parse_u64("noise-seed", get(args, "noise-seed"));
   }
   if (seed_mode == "tf" && noise_mode != NoiseMode::const_)
-    fail(ErrorKind::invalid_argument, "--seed-mode tf draws the const noise maps from the seed: use --noise-mode const");
+    fail(ErrorKind::invalid_argument,
+         "--seed-mode tf draws the const noise maps from the seed: use --noise-mode const");
   if (from_ws) {
     for (const char* o : {"trunc", "trunc-cutoff", "class"})
-      if (has(args, o)) fail(ErrorKind::invalid_argument, "--", o, " does not apply to --ws input (ws go straight into synthesis)");
+      if (has(args, o))
+        fail(ErrorKind::invalid_argument, "--", o, " does not apply to --ws input (ws go straight into synthesis)");
     if (seed_mode == "tf") fail(ErrorKind::invalid_argument, "--seed-mode tf needs --seeds, not --ws");
   }
   WsLayout ws_layout = WsLayout::unspecified;
@@ -136,8 +146,9 @@ int run_generate(int argc, char** argv) {
   // row in the file) and noise, so the shards' files together are the one-process run's.
   ShardPlan shard = plan_shard(args);
   if (grid && shard.shard.sharded())
-    fail(ErrorKind::invalid_argument, "--grid needs the whole list in one process, but this is shard ", shard.shard.str(),
-         " (", shard.shard.source, "): make the grid in a run of its own (--shard 0/1 turns sharding off)");
+    fail(ErrorKind::invalid_argument, "--grid needs the whole list in one process, but this is shard ",
+         shard.shard.str(), " (", shard.shard.source,
+         "): make the grid in a run of its own (--shard 0/1 turns sharding off)");
   if (!from_ws) {
     shard.set_total(static_cast<int64_t>(seeds.size()));
     seeds = std::vector<uint32_t>(seeds.begin() + shard.range.begin, seeds.begin() + shard.range.end);
@@ -148,8 +159,8 @@ int run_generate(int argc, char** argv) {
          " cells for ", seeds.size(), " images");
   int jobs = available_cores();
   if (has(args, "jobs")) jobs = static_cast<int>(parse_int("jobs", get(args, "jobs"), 1, 1024));
-  std::vector<Device> devices = has(args, "device") ? parse_devices(get(args, "device"))
-                                                    : std::vector<Device>{Device::best_available()};
+  std::vector<Device> devices =
+      has(args, "device") ? parse_devices(get(args, "device")) : std::vector<Device>{Device::best_available()};
   if (shard.gpu) devices = {*shard.gpu};  // the launcher's local rank picks the GPU
   // --outdir NAME.zip: a dataset archive in dataset_tool.py's layout (PNG entries and dataset.json),
   // one per shard (NAME-shardIofN.zip); its folder is the output directory.
@@ -158,9 +169,14 @@ int run_generate(int argc, char** argv) {
   std::string zip_path;
   if (to_zip) {
     if (fmt != OutputFormat::png)
-      fail(ErrorKind::invalid_argument, "--outdir ", outdir, ": a dataset archive holds PNG images (dataset_tool.py's layout); leave --format at png");
-    if (save_ws) fail(ErrorKind::invalid_argument, "--save-ws writes .npy files beside the images: not into a dataset archive (--outdir ", outdir, ")");
-    if (grid) fail(ErrorKind::invalid_argument, "--grid with a dataset archive (--outdir ", outdir, "): make the grid in a run of its own");
+      fail(ErrorKind::invalid_argument, "--outdir ", outdir,
+           ": a dataset archive holds PNG images (dataset_tool.py's layout); leave --format at png");
+    if (save_ws)
+      fail(ErrorKind::invalid_argument,
+           "--save-ws writes .npy files beside the images: not into a dataset archive (--outdir ", outdir, ")");
+    if (grid)
+      fail(ErrorKind::invalid_argument, "--grid with a dataset archive (--outdir ", outdir,
+           "): make the grid in a run of its own");
     zip_path = shard.shard.sharded() ? shard_zip_path(outdir, shard.shard) : outdir;
   }
   const size_t slash = zip_path.rfind('/');
@@ -212,8 +228,9 @@ int run_generate(int argc, char** argv) {
   model_notices("generate", cfg, from_ws ? nullptr : &trunc, noise_mode, quiet);
   if (!quiet && shard.shard.sharded()) say("generate", "note", shard_note(shard));
   if (duplicates > 0 && !quiet)
-    say("generate", "note", "--seeds lists " + std::to_string(duplicates) + (duplicates == 1 ? " seed" : " seeds") +
-                                " more than once; each seed is generated once (" + std::to_string(seeds.size()) + " images)");
+    say("generate", "note",
+        "--seeds lists " + std::to_string(duplicates) + (duplicates == 1 ? " seed" : " seeds") +
+            " more than once; each seed is generated once (" + std::to_string(seeds.size()) + " images)");
   so.uint8 = fmt != OutputFormat::npy || grid.has_value();
   so.float32 = fmt == OutputFormat::npy || fmt == OutputFormat::both;
   so.ws = save_ws;
@@ -225,8 +242,10 @@ int run_generate(int argc, char** argv) {
   if (grid) {
     check_png_size(int64_t(grid->cols) * cfg.img_resolution, int64_t(grid->rows) * cfg.img_resolution, cfg.img_channels,
                    PngWrite::streamed,
-                   detail::concat("--grid ", grid->cols, "x", grid->rows, " of ", cfg.img_resolution, "x", cfg.img_resolution, " images"));
-    grid_png.emplace(out.file("grid.png"), grid->cols, grid->rows, cfg.img_resolution, cfg.img_resolution, cfg.img_channels);
+                   detail::concat("--grid ", grid->cols, "x", grid->rows, " of ", cfg.img_resolution, "x",
+                                  cfg.img_resolution, " images"));
+    grid_png.emplace(out.file("grid.png"), grid->cols, grid->rows, cfg.img_resolution, cfg.img_resolution,
+                     cfg.img_channels);
   }
 
   // --- the pipeline: generators -> sink (this thread) -> encoder pool (image_writer.h) -------
@@ -255,7 +274,10 @@ int run_generate(int argc, char** argv) {
   int64_t written = 0;
   try {
     // (a shard of a list shorter than the shard count may have nothing to make)
-    if (total > 0) written = write_images(gen_ptrs, job, so, io, [&](int64_t n) { progress.set(n); }, files).images;
+    if (total > 0)
+      written = write_images(
+                    gen_ptrs, job, so, io, [&](int64_t n) { progress.set(n); }, files)
+                    .images;
     if (grid_png) {
       grid_png->finish();
       files.fetch_add(1);
@@ -284,7 +306,8 @@ int run_generate(int argc, char** argv) {
               << cfg.img_resolution << ", " << cfg.img_channels << (cfg.img_channels == 1 ? " channel" : " channels")
               << ", " << where << ") in " << (zip ? zip->path() : out.path()) << (grid ? " + grid.png" : "") << ", "
               << static_cast<int>(progress.elapsed_s() * 10 + 0.5) / 10.0 << " s";
-    if (progress.elapsed_s() > 0) std::cout << " (" << static_cast<int64_t>(total / progress.elapsed_s() + 0.5) << " img/s)";
+    if (progress.elapsed_s() > 0)
+      std::cout << " (" << static_cast<int64_t>(total / progress.elapsed_s() + 0.5) << " img/s)";
     std::cout << "\n";
   }
   return 0;

@@ -98,7 +98,8 @@ WriteStats write_images(const std::vector<Generator*>& gens, const ImageJob& job
         }
         if (fmt == OutputFormat::npy || fmt == OutputFormat::both) {
           const Clock::time_point t = Clock::now();
-          write_npy(out.dir->file(stem + ".npy"), Tensor({1, C, R, R}, std::vector<float>(im.img, im.img + size_t(C) * R * R)));
+          write_npy(out.dir->file(stem + ".npy"),
+                    Tensor({1, C, R, R}, std::vector<float>(im.img, im.img + size_t(C) * R * R)));
           write_s.add(since(t));
           bytes.fetch_add(int64_t(R) * R * C * 4 + 128);
           files.fetch_add(1);

@@ -23,11 +23,11 @@ struct ImageOutputs {
   OutputFormat format = OutputFormat::png;
   PngOptions png;
   bool save_ws = false;
-  int jobs = 1;                     ///< encoder threads
-  const OutputDir* dir = nullptr;   ///< files <dir>/<stem>.png, .npy, _ws.npy; or
-  DatasetZip* zip = nullptr;        ///< a dataset archive (PNG only): image i of the job is entry zip_first + i
+  int jobs = 1;                    ///< encoder threads
+  const OutputDir* dir = nullptr;  ///< files <dir>/<stem>.png, .npy, _ws.npy; or
+  DatasetZip* zip = nullptr;       ///< a dataset archive (PNG only): image i of the job is entry zip_first + i
   int64_t zip_first = 0;
-  GridPngWriter* grid = nullptr;    ///< every image also becomes the grid's next cell
+  GridPngWriter* grid = nullptr;  ///< every image also becomes the grid's next cell
   /// The file stem of an image ("seed0042", "ws0003").
   std::function<std::string(const StreamImage&)> stem;
 };
@@ -40,7 +40,7 @@ struct WriteStats {
   double encode_s = 0;  ///< PNG / npy encoding (the pool's threads)
   double write_s = 0;   ///< writing files or archive entries
   double wall_s = 0;
-  StreamStats stream;   ///< the generators' side (sg2/stream.h)
+  StreamStats stream;  ///< the generators' side (sg2/stream.h)
 };
 
 /// Runs `job` on `gens` into `out`, calling `progress(images written)` from the caller's thread

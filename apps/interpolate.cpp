@@ -6,10 +6,10 @@
 // torch.lerp; --space z slerps the latents z and maps each frame. The noise is the same for every
 // frame (const by default; random uses one fixed map set from --noise-seed), so only the latent
 // moves. Frames are frame00000.png, ...; the video is interpolation.mp4.
-#include <filesystem>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "cli_util.h"
@@ -54,24 +54,23 @@ void slerp(const float* a, const float* b, float* out, int n, double t) {
 }
 
 int run_interpolate(int argc, char** argv) {
-  cxxopts::Options opts = make_options(
-      "interpolate",
-      "Renders frames between consecutive seeds (lerp in W or slerp in Z) as frame00000.png, ..., and "
-      "interpolation.mp4 when ffmpeg is on PATH.");
-  opts.add_options()
-      ("seeds", "two or more seeds visited in order, e.g. 0,5,9 or 0-3", cxxopts::value<std::string>(), "LIST")
-      ("frames", "frames per segment (between two consecutive seeds)",
-       cxxopts::value<std::string>()->default_value("30"), "N")
-      ("loop", "add a segment from the last seed back to the first (a seamless loop)")
-      ("space", "w: lerp the ws (default); z: slerp the latents z", cxxopts::value<std::string>()->default_value("w"), "w|z")
-      ("trunc", "truncation psi toward w_avg (1 = none)", cxxopts::value<std::string>()->default_value("1"), "PSI")
-      ("trunc-cutoff", "truncate only ws rows [0, N)", cxxopts::value<std::string>(), "N")
-      ("noise-mode", "const, random (one fixed draw for all frames) or none",
-       cxxopts::value<std::string>()->default_value("const"), "MODE")
-      ("noise-seed", "seed of --noise-mode random (default 0)", cxxopts::value<std::string>(), "S")
-      ("fps", "frames per second of the video", cxxopts::value<std::string>()->default_value("30"), "N")
-      ("no-video", "do not run ffmpeg, only write the frames")
-      ("outdir", "output directory (created if missing)", cxxopts::value<std::string>()->default_value("out"), "DIR");
+  cxxopts::Options opts =
+      make_options("interpolate",
+                   "Renders frames between consecutive seeds (lerp in W or slerp in Z) as frame00000.png, ..., and "
+                   "interpolation.mp4 when ffmpeg is on PATH.");
+  opts.add_options()("seeds", "two or more seeds visited in order, e.g. 0,5,9 or 0-3", cxxopts::value<std::string>(),
+                     "LIST")("frames", "frames per segment (between two consecutive seeds)",
+                             cxxopts::value<std::string>()->default_value("30"),
+                             "N")("loop", "add a segment from the last seed back to the first (a seamless loop)")(
+      "space", "w: lerp the ws (default); z: slerp the latents z", cxxopts::value<std::string>()->default_value("w"),
+      "w|z")("trunc", "truncation psi toward w_avg (1 = none)", cxxopts::value<std::string>()->default_value("1"),
+             "PSI")("trunc-cutoff", "truncate only ws rows [0, N)", cxxopts::value<std::string>(), "N")(
+      "noise-mode", "const, random (one fixed draw for all frames) or none",
+      cxxopts::value<std::string>()->default_value("const"),
+      "MODE")("noise-seed", "seed of --noise-mode random (default 0)", cxxopts::value<std::string>(), "S")(
+      "fps", "frames per second of the video", cxxopts::value<std::string>()->default_value("30"), "N")(
+      "no-video", "do not run ffmpeg, only write the frames")(
+      "outdir", "output directory (created if missing)", cxxopts::value<std::string>()->default_value("out"), "DIR");
   add_class_option(opts);
   add_model_options(opts);
   add_quiet_option(opts);
@@ -84,10 +83,12 @@ int run_interpolate(int argc, char** argv) {
   const int frames = static_cast<int>(parse_int("frames", get(args, "frames"), 1, 100000));
   const bool loop = has(args, "loop");
   const std::string space = get(args, "space");
-  if (space != "w" && space != "z") fail(ErrorKind::invalid_argument, "--space: unknown space '", space, "' (expected w or z)");
+  if (space != "w" && space != "z")
+    fail(ErrorKind::invalid_argument, "--space: unknown space '", space, "' (expected w or z)");
   Truncation trunc;
   trunc.psi = parse_float("trunc", get(args, "trunc"));
-  if (has(args, "trunc-cutoff")) trunc.cutoff = static_cast<int>(parse_int("trunc-cutoff", get(args, "trunc-cutoff"), 0, 1 << 20));
+  if (has(args, "trunc-cutoff"))
+    trunc.cutoff = static_cast<int>(parse_int("trunc-cutoff", get(args, "trunc-cutoff"), 0, 1 << 20));
   const NoiseMode noise_mode = parse_noise_mode(get(args, "noise-mode"));
   uint64_t noise_seed = 0;
   if (has(args, "noise-seed")) {
@@ -106,7 +107,7 @@ int run_interpolate(int argc, char** argv) {
 
   Generator gen = open_generator(load_network(args, "interpolate"), gen_options);
   const ModelConfig& cfg = gen.config();
-  class_labels(args, cfg, 1);  // validates --class before any work
+  class_labels(args, cfg, 1);                      // validates --class before any work
   const int chunk = chunk_size(gen, args, total);  // checks --batch against the memory it needs
   model_notices("interpolate", cfg, &trunc, noise_mode, quiet);
   const Tensor z = z_from_seeds(seeds, cfg.z_dim);
@@ -116,37 +117,37 @@ int run_interpolate(int argc, char** argv) {
 
   Progress progress("sg2 interpolate", total, quiet);
   run_writing(out, [&] {
-  for (int64_t b = 0; b < total; b += chunk) {
-    const int64_t e = std::min<int64_t>(total, b + chunk);
-    const int64_t n = e - b;
-    Tensor ws({n, cfg.num_ws, cfg.w_dim});
-    Tensor zf({n, cfg.z_dim});
-    for (int64_t f = b; f < e; ++f) {
-      const int64_t seg = std::min<int64_t>(f / frames, S - 1);
-      const double t = f / frames >= segments ? 0.0 : double(f % frames) / frames;
-      const int64_t ia = seg, ib = (seg + 1) % S;
-      if (space == "w") {
-        const float* a = key_ws.data() + ia * row_len;
-        const float* c = key_ws.data() + ib * row_len;
-        float* dst = ws.data() + (f - b) * row_len;
-        const float tf = static_cast<float>(t);
-        for (int64_t i = 0; i < row_len; ++i) dst[i] = a[i] + tf * (c[i] - a[i]);
-      } else {
-        slerp(z.data() + ia * cfg.z_dim, z.data() + ib * cfg.z_dim, zf.data() + (f - b) * cfg.z_dim, cfg.z_dim, t);
+    for (int64_t b = 0; b < total; b += chunk) {
+      const int64_t e = std::min<int64_t>(total, b + chunk);
+      const int64_t n = e - b;
+      Tensor ws({n, cfg.num_ws, cfg.w_dim});
+      Tensor zf({n, cfg.z_dim});
+      for (int64_t f = b; f < e; ++f) {
+        const int64_t seg = std::min<int64_t>(f / frames, S - 1);
+        const double t = f / frames >= segments ? 0.0 : double(f % frames) / frames;
+        const int64_t ia = seg, ib = (seg + 1) % S;
+        if (space == "w") {
+          const float* a = key_ws.data() + ia * row_len;
+          const float* c = key_ws.data() + ib * row_len;
+          float* dst = ws.data() + (f - b) * row_len;
+          const float tf = static_cast<float>(t);
+          for (int64_t i = 0; i < row_len; ++i) dst[i] = a[i] + tf * (c[i] - a[i]);
+        } else {
+          slerp(z.data() + ia * cfg.z_dim, z.data() + ib * cfg.z_dim, zf.data() + (f - b) * cfg.z_dim, cfg.z_dim, t);
+        }
       }
+      if (space == "z") ws = gen.map(zf, class_labels(args, cfg, n), trunc);
+      NoiseSpec noise;
+      noise.mode = noise_mode;
+      noise.seed = noise_seed;
+      if (noise_mode == NoiseMode::random) noise.keys.assign(static_cast<size_t>(n), 0);
+      Tensor img = gen.synthesize(ws, noise);
+      for (int64_t i = 0; i < n; ++i) {
+        write_png(out.file(indexed_stem("frame", b + i, 5) + ".png"), to_image8(img, i));
+        out.wrote();
+      }
+      progress.advance(n);
     }
-    if (space == "z") ws = gen.map(zf, class_labels(args, cfg, n), trunc);
-    NoiseSpec noise;
-    noise.mode = noise_mode;
-    noise.seed = noise_seed;
-    if (noise_mode == NoiseMode::random) noise.keys.assign(static_cast<size_t>(n), 0);
-    Tensor img = gen.synthesize(ws, noise);
-    for (int64_t i = 0; i < n; ++i) {
-      write_png(out.file(indexed_stem("frame", b + i, 5) + ".png"), to_image8(img, i));
-      out.wrote();
-    }
-    progress.advance(n);
-  }
   });
   progress.finish();
   out.commit();
@@ -155,7 +156,9 @@ int run_interpolate(int argc, char** argv) {
   if (!has(args, "no-video")) {
     std::string ffmpeg;
     if (!find_on_path("ffmpeg", &ffmpeg)) {
-      if (!quiet) std::cerr << "sg2 interpolate: ffmpeg is not on PATH, so no video was made (the frames are in " << out.path() << ")\n";
+      if (!quiet)
+        std::cerr << "sg2 interpolate: ffmpeg is not on PATH, so no video was made (the frames are in " << out.path()
+                  << ")\n";
     } else {
       const std::string tmp = out.file(".interpolation.tmp.mp4");
       std::string log;
@@ -171,8 +174,8 @@ int run_interpolate(int argc, char** argv) {
       if (rc != 0 || std::rename(tmp.c_str(), out.file("interpolation.mp4").c_str()) != 0) {
         std::remove(tmp.c_str());
         while (!log.empty() && (log.back() == '\n' || log.back() == '\r')) log.pop_back();
-        fail(ErrorKind::io, "ffmpeg failed (exit ", rc, "): ", log.substr(0, 300),
-             " (the frames are in ", out.path(), "; --no-video skips the video)");
+        fail(ErrorKind::io, "ffmpeg failed (exit ", rc, "): ", log.substr(0, 300), " (the frames are in ", out.path(),
+             "; --no-video skips the video)");
       }
       video = "interpolation.mp4";
     }

@@ -12,8 +12,10 @@ namespace {
 
 void print_usage(std::ostream& os) {
   os << "sg2 " << sg2::version() << ": StyleGAN2 inference without Python\n\n"
-     << "usage: sg2 <command> [options]     (sg2 <command> --help or sg2 help <command> for its options)\n\ncommands:\n";
-  for (const sg2::cli::Command& c : sg2::cli::commands()) os << "  " << c.name << std::string(12 - std::strlen(c.name), ' ') << c.summary << "\n";
+     << "usage: sg2 <command> [options]     (sg2 <command> --help or sg2 help <command> for its "
+        "options)\n\ncommands:\n";
+  for (const sg2::cli::Command& c : sg2::cli::commands())
+    os << "  " << c.name << std::string(12 - std::strlen(c.name), ' ') << c.summary << "\n";
 }
 
 }  // namespace

@@ -25,18 +25,18 @@ int run_mix(int argc, char** argv) {
       "mix",
       "Style mixing as NVIDIA's style_mixing.py: each row seed's ws with the --styles rows taken from each column "
       "seed. Writes ROW-COL.png, SEED-SEED.png for every seed, and grid.png.");
-  opts.add_options()
-      ("rows", "row seeds: ranges and lists, e.g. 85,100,75", cxxopts::value<std::string>(), "LIST")
-      ("cols", "column seeds: ranges and lists", cxxopts::value<std::string>(), "LIST")
-      ("styles", "ws rows taken from the column seed: ranges and lists (0-6, 0,1,2); the default 0-6 is cut to the model's rows",
-       cxxopts::value<std::string>()->default_value("0-6"), "LIST")
-      ("trunc", "truncation psi: w_avg + (w - w_avg) * psi", cxxopts::value<std::string>()->default_value("1"), "PSI")
-      ("noise-mode", "const, random or none", cxxopts::value<std::string>()->default_value("const"), "MODE")
-      ("noise-seed", "seed of --noise-mode random (default 0); a mixed image uses its row seed's noise",
-       cxxopts::value<std::string>(), "S")
-      ("outdir", "output directory (created if missing)", cxxopts::value<std::string>()->default_value("out"), "DIR")
-      ("format", "png, npy (raw float32 [1, C, H, W] as ROW-COL.npy) or both; grid.png is always written",
-       cxxopts::value<std::string>()->default_value("png"), "F");
+  opts.add_options()("rows", "row seeds: ranges and lists, e.g. 85,100,75", cxxopts::value<std::string>(), "LIST")(
+      "cols", "column seeds: ranges and lists", cxxopts::value<std::string>(), "LIST")(
+      "styles",
+      "ws rows taken from the column seed: ranges and lists (0-6, 0,1,2); the default 0-6 is cut to the model's rows",
+      cxxopts::value<std::string>()->default_value("0-6"), "LIST")(
+      "trunc", "truncation psi: w_avg + (w - w_avg) * psi", cxxopts::value<std::string>()->default_value("1"), "PSI")(
+      "noise-mode", "const, random or none", cxxopts::value<std::string>()->default_value("const"), "MODE")(
+      "noise-seed", "seed of --noise-mode random (default 0); a mixed image uses its row seed's noise",
+      cxxopts::value<std::string>(),
+      "S")("outdir", "output directory (created if missing)", cxxopts::value<std::string>()->default_value("out"),
+           "DIR")("format", "png, npy (raw float32 [1, C, H, W] as ROW-COL.npy) or both; grid.png is always written",
+                  cxxopts::value<std::string>()->default_value("png"), "F");
   add_class_option(opts);
   add_model_options(opts);
   add_quiet_option(opts);
@@ -68,12 +68,13 @@ int run_mix(int argc, char** argv) {
     styles.erase(std::remove_if(styles.begin(), styles.end(), [&](int k) { return k >= cfg.num_ws; }), styles.end());
   for (int k : styles)
     if (k >= cfg.num_ws)
-      fail(ErrorKind::invalid_argument, "--styles: ws row ", k, " does not exist: this model has rows 0..", cfg.num_ws - 1);
+      fail(ErrorKind::invalid_argument, "--styles: ws row ", k, " does not exist: this model has rows 0..",
+           cfg.num_ws - 1);
   class_labels(args, cfg, 1);  // validates --class before any work
-  check_png_size(int64_t(cols.size() + 1) * cfg.img_resolution, int64_t(rows.size() + 1) * cfg.img_resolution, cfg.img_channels,
-                 PngWrite::whole,
-                 detail::concat("the grid of ", cols.size() + 1, "x", rows.size() + 1, " images of ", cfg.img_resolution, "x",
-                                cfg.img_resolution));
+  check_png_size(int64_t(cols.size() + 1) * cfg.img_resolution, int64_t(rows.size() + 1) * cfg.img_resolution,
+                 cfg.img_channels, PngWrite::whole,
+                 detail::concat("the grid of ", cols.size() + 1, "x", rows.size() + 1, " images of ",
+                                cfg.img_resolution, "x", cfg.img_resolution));
   // Checks --batch against the memory it needs; the run makes at most rows x cols + rows + cols images.
   const int chunk = chunk_size(gen, args, int64_t(rows.size() * cols.size()) + int64_t(rows.size() + cols.size()));
   Truncation trunc;
@@ -123,42 +124,43 @@ int run_mix(int argc, char** argv) {
   };
 
   run_writing(out, [&] {
-  // The unmixed images, as the official batched G.synthesis(all_w).
-  std::vector<std::pair<uint32_t, uint32_t>> diag;
-  for (uint32_t s : all_seeds) diag.push_back({s, s});
-  run(diag, all_w);
-  // The mixed images.
-  std::vector<std::pair<uint32_t, uint32_t>> mixed;
-  Tensor mixed_ws({int64_t(rows.size() * cols.size()), cfg.num_ws, cfg.w_dim});
-  int64_t m = 0;
-  for (uint32_t r : rows)
-    for (uint32_t c : cols) {
-      float* dst = mixed_ws.data() + m * row_len;
-      const float* wr = all_w.data() + index[r] * row_len;
-      const float* wc = all_w.data() + index[c] * row_len;
-      std::copy(wr, wr + row_len, dst);
-      for (int k : styles) std::copy(wc + int64_t(k) * cfg.w_dim, wc + int64_t(k + 1) * cfg.w_dim, dst + int64_t(k) * cfg.w_dim);
-      mixed.push_back({r, c});
-      ++m;
-    }
-  run(mixed, mixed_ws);
+    // The unmixed images, as the official batched G.synthesis(all_w).
+    std::vector<std::pair<uint32_t, uint32_t>> diag;
+    for (uint32_t s : all_seeds) diag.push_back({s, s});
+    run(diag, all_w);
+    // The mixed images.
+    std::vector<std::pair<uint32_t, uint32_t>> mixed;
+    Tensor mixed_ws({int64_t(rows.size() * cols.size()), cfg.num_ws, cfg.w_dim});
+    int64_t m = 0;
+    for (uint32_t r : rows)
+      for (uint32_t c : cols) {
+        float* dst = mixed_ws.data() + m * row_len;
+        const float* wr = all_w.data() + index[r] * row_len;
+        const float* wc = all_w.data() + index[c] * row_len;
+        std::copy(wr, wr + row_len, dst);
+        for (int k : styles)
+          std::copy(wc + int64_t(k) * cfg.w_dim, wc + int64_t(k + 1) * cfg.w_dim, dst + int64_t(k) * cfg.w_dim);
+        mixed.push_back({r, c});
+        ++m;
+      }
+    run(mixed, mixed_ws);
 
-  // grid.png
-  const Image8& any = images.begin()->second;
-  Image8 blank;
-  blank.width = any.width;
-  blank.height = any.height;
-  blank.channels = any.channels;
-  blank.pixels.assign(any.pixels.size(), 0);
-  std::vector<Image8> cells;
-  cells.push_back(blank);
-  for (uint32_t c : cols) cells.push_back(images.at({c, c}));
-  for (uint32_t r : rows) {
-    cells.push_back(images.at({r, r}));
-    for (uint32_t c : cols) cells.push_back(images.at({r, c}));
-  }
-  write_png(out.file("grid.png"), make_grid(cells, int(cols.size()) + 1, int(rows.size()) + 1));
-  out.wrote();
+    // grid.png
+    const Image8& any = images.begin()->second;
+    Image8 blank;
+    blank.width = any.width;
+    blank.height = any.height;
+    blank.channels = any.channels;
+    blank.pixels.assign(any.pixels.size(), 0);
+    std::vector<Image8> cells;
+    cells.push_back(blank);
+    for (uint32_t c : cols) cells.push_back(images.at({c, c}));
+    for (uint32_t r : rows) {
+      cells.push_back(images.at({r, r}));
+      for (uint32_t c : cols) cells.push_back(images.at({r, c}));
+    }
+    write_png(out.file("grid.png"), make_grid(cells, int(cols.size()) + 1, int(rows.size()) + 1));
+    out.wrote();
   });
   progress.finish();
   out.commit();

@@ -40,7 +40,8 @@ WsArray read_ws_array(const std::string& path) {
     fail(ErrorKind::bad_file, "--ws ", path, ": ", e.what());  // e.g. an absurd shape
   }
   const Tensor& t = out.values;
-  if (t.ndim() >= 1 && t.dim(0) == 0) fail(ErrorKind::bad_file, "--ws ", path, ": has no rows (shape ", t.shape_str(), ")");
+  if (t.ndim() >= 1 && t.dim(0) == 0)
+    fail(ErrorKind::bad_file, "--ws ", path, ": has no rows (shape ", t.shape_str(), ")");
   for (float v : t.vec())
     if (!std::isfinite(v)) fail(ErrorKind::bad_file, "--ws ", path, ": contains NaN or infinite values");
   return out;
@@ -50,24 +51,28 @@ Tensor fit_ws(const Tensor& t, const std::string& path, const ModelConfig& cfg, 
   const std::string dims = std::to_string(cfg.num_ws) + ", " + std::to_string(cfg.w_dim);
   if (t.ndim() == 3 && t.dim(1) == cfg.num_ws && t.dim(2) == cfg.w_dim) {
     if (layout != WsLayout::unspecified)
-      fail(ErrorKind::invalid_argument, "--ws-as is for 2-D arrays; ", path, " is ", t.shape_str(), ", already W+ [N, ", dims, "]");
+      fail(ErrorKind::invalid_argument, "--ws-as is for 2-D arrays; ", path, " is ", t.shape_str(), ", already W+ [N, ",
+           dims, "]");
     return t;
   }
   if (t.ndim() == 2 && t.dim(1) == cfg.w_dim) {
     const int64_t rows = t.dim(0);
     if (layout == WsLayout::wplus) {
       if (rows != cfg.num_ws)
-        fail(ErrorKind::invalid_argument, "--ws-as w+: ", path, " is ", t.shape_str(), ", but one W+ latent of this model is [", dims, "]");
+        fail(ErrorKind::invalid_argument, "--ws-as w+: ", path, " is ", t.shape_str(),
+             ", but one W+ latent of this model is [", dims, "]");
       return t.reshaped({1, cfg.num_ws, cfg.w_dim});
     }
     if (layout == WsLayout::unspecified && rows == cfg.num_ws)
-      fail(ErrorKind::invalid_argument, "--ws ", path, ": shape ", t.shape_str(), " is ambiguous for this model (num_ws ",
-           cfg.num_ws, "): one W+ latent saved without its batch axis, or ", rows,
-           " W latents. Add --ws-as w+ (one image) or --ws-as w (", rows, " images), or save it as [1, ", dims, "]");
+      fail(ErrorKind::invalid_argument, "--ws ", path, ": shape ", t.shape_str(),
+           " is ambiguous for this model (num_ws ", cfg.num_ws, "): one W+ latent saved without its batch axis, or ",
+           rows, " W latents. Add --ws-as w+ (one image) or --ws-as w (", rows, " images), or save it as [1, ", dims,
+           "]");
     Tensor ws({rows, cfg.num_ws, cfg.w_dim});
     for (int64_t n = 0; n < rows; ++n)
       for (int l = 0; l < cfg.num_ws; ++l)
-        std::copy(t.data() + n * cfg.w_dim, t.data() + (n + 1) * cfg.w_dim, ws.data() + (n * cfg.num_ws + l) * cfg.w_dim);
+        std::copy(t.data() + n * cfg.w_dim, t.data() + (n + 1) * cfg.w_dim,
+                  ws.data() + (n * cfg.num_ws + l) * cfg.w_dim);
     return ws;
   }
   fail(ErrorKind::invalid_argument, "--ws ", path, ": shape ", t.shape_str(), " does not fit this model: expected [N, ",

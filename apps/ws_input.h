@@ -25,8 +25,8 @@ WsLayout parse_ws_layout(const std::string& text);
 
 /// The array of a --ws file, and which one it was when the file is an .npz.
 struct WsArray {
-  Tensor values;      ///< float32, as stored
-  std::string note;   ///< "array 'w' of the .npz" (empty for .npy)
+  Tensor values;     ///< float32, as stored
+  std::string note;  ///< "array 'w' of the .npz" (empty for .npy)
 };
 
 /// Reads --ws FILE before the model is loaded: file errors name the file (Error(bad_file) for a

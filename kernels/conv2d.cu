@@ -1,9 +1,9 @@
 // sg2 CUDA kernels: direct convolution (conv2d.h). One thread per output element.
 #include <algorithm>
 
-#include "kernels/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/conv2d.h"
+#include "kernels/cuda_check.h"
 
 namespace sg2::cuda {
 

@@ -11,13 +11,13 @@
 namespace sg2::cuda {
 
 struct Conv2dArgs {
-  int N = 0, H = 0, W = 0;      // input size
+  int N = 0, H = 0, W = 0;  // input size
   int Cin = 0, Cout = 0;
-  int k = 3;                    // square kernel
-  int pad = 1;                  // forward only
+  int k = 3;    // square kernel
+  int pad = 1;  // forward only
   bool transposed = false;
-  DType dtype = DType::f32;     // x, w and y
-  const void* x = nullptr;      // [N, H, W, Cin]
+  DType dtype = DType::f32;  // x, w and y
+  const void* x = nullptr;   // [N, H, W, Cin]
   // forward:    w [Cout, k, k, Cin], y [N, H + 2 pad - k + 1, W + 2 pad - k + 1, Cout]; correlation
   //             y[n, oy, ox, o] = sum x[n, oy + ky - pad, ox + kx - pad, i] * w[o, ky, kx, i]
   // transposed: w [Cin, k, k, Cout], y [N, 2H + k - 2, 2W + k - 2, Cout]; stride 2, no padding

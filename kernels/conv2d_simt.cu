@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/cuda_check.h"
-#include "kernels/conv_taps.cuh"
 #include "kernels/conv2d_simt.h"
+#include "kernels/conv_taps.cuh"
+#include "kernels/cuda_check.h"
 
 namespace sg2::cuda {
 
@@ -21,8 +21,8 @@ constexpr int kBM = 128, kBK = 8, kThreads = 256;
 template <int BN, int TM>
 __global__ void __launch_bounds__(kThreads) conv_simt_kernel(SimtConvArgs a) {
   constexpr int TN = 4;
-  constexpr int TX = BN / TN;         // threads along the channels
-  constexpr int TY = kThreads / TX;   // threads along the pixels
+  constexpr int TX = BN / TN;        // threads along the channels
+  constexpr int TY = kThreads / TX;  // threads along the pixels
   static_assert(TY * TM == kBM, "tile shape");
   constexpr int AP = kBM + 4, BP = BN + 4;  // padded rows: conflict-free transposed stores
   __shared__ __align__(16) float As[2][kBK][AP];
@@ -37,7 +37,7 @@ __global__ void __launch_bounds__(kThreads) conv_simt_kernel(SimtConvArgs a) {
   const int m0 = blockIdx.x * kBM, n0 = blockIdx.y * BN;
   if (m0 >= M) return;  // whole block (phases have different sizes)
   const int ny = a.transposed ? (py ? 1 : 2) : 3, nx = a.transposed ? (px ? 1 : 2) : 3;
-  const int cpt = a.Cin / kBK;                  // chunks per tap
+  const int cpt = a.Cin / kBK;  // chunks per tap
   const int nchunks = ny * nx * cpt;
 
   // A loader: one pixel, 4 channels
@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(kThreads) conv_simt_kernel(SimtConvArgs a) {
   const float* xn = a.x + size_t(an) * a.H * a.W * a.Cin;
   // B loader: forward [Cout][9][Cin] -> one channel, 4 k; transposed [Cin][9][Cout] -> one k, 4 channels
   const bool b_ok = tid < 2 * BN;
-  const int bco = tid >> 1, bh = tid & 1;           // forward
+  const int bco = tid >> 1, bh = tid & 1;                // forward
   const int bkr = tid / (BN / 4), bc4 = tid % (BN / 4);  // transposed
 
   float4 ra, rb;
@@ -163,8 +163,10 @@ void conv2d_simt(const SimtConvArgs& a, cudaStream_t stream) {
   const int64_t M = a.transposed ? int64_t(a.N) * (a.H + 1) * (a.W + 1) : int64_t(a.N) * a.H * a.W;
   const bool wide = a.Cout % 64 == 0;
   const dim3 grid(static_cast<unsigned>((M + kBM - 1) / kBM), a.Cout / (wide ? 64 : 32), a.transposed ? 4 : 1);
-  if (wide) conv_simt_kernel<64, 8><<<grid, kThreads, 0, stream>>>(a);
-  else conv_simt_kernel<32, 4><<<grid, kThreads, 0, stream>>>(a);
+  if (wide)
+    conv_simt_kernel<64, 8><<<grid, kThreads, 0, stream>>>(a);
+  else
+    conv_simt_kernel<32, 4><<<grid, kThreads, 0, stream>>>(a);
   SG2_LAUNCH_CHECK("conv_simt_kernel");
 }
 

@@ -18,7 +18,7 @@ struct SimtConvArgs {
   bool transposed = false;
   const float* x = nullptr;  // [N, H, W, Cin]
   const float* w = nullptr;
-  float* y = nullptr;        // forward [N, H, W, Cout]; transposed [N, 2H + 1, 2W + 1, Cout]
+  float* y = nullptr;  // forward [N, H, W, Cout]; transposed [N, 2H + 1, 2W + 1, Cout]
 };
 
 bool conv2d_simt_supports(const SimtConvArgs& a);

@@ -22,11 +22,11 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "kernels/cuda_check.h"
-#include "kernels/conv_taps.cuh"
-#include "kernels/tf32x3_device.cuh"
 #include "kernels/conv2d_tf32x3.h"
 #include "kernels/conv2d_tf32x3_sm90.h"
+#include "kernels/conv_taps.cuh"
+#include "kernels/cuda_check.h"
+#include "kernels/tf32x3_device.cuh"
 
 namespace sg2::cuda {
 
@@ -34,8 +34,8 @@ namespace {
 
 constexpr int kBM = 128, kBK = 32, kThreads = 256;
 constexpr int kLaunchStages = 3;  // pipeline depth of the launched variant
-constexpr int kAP = kBK + 4;  // A row pitch (floats)
-constexpr int kBP = kBK + 4;  // B row pitch
+constexpr int kAP = kBK + 4;      // A row pitch (floats)
+constexpr int kBP = kBK + 4;      // B row pitch
 
 using Ops = Tf32x3ConvArgs::Operands;
 
@@ -133,9 +133,12 @@ __global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvA
         const float v[4] = {p[0], p[8 * kAP], p[4], p[8 * kAP + 4]};
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          if constexpr (OPS == Ops::tf32x3) dev::tf32_split(v[e], ahi[i][e], alo[i][e]);
-          else if constexpr (OPS == Ops::tf32) ahi[i][e] = __float_as_uint(v[e]) & 0xffffe000u;  // truncated
-          else ahi[i][e] = __float_as_uint(v[e]);  // two fp16 values
+          if constexpr (OPS == Ops::tf32x3)
+            dev::tf32_split(v[e], ahi[i][e], alo[i][e]);
+          else if constexpr (OPS == Ops::tf32)
+            ahi[i][e] = __float_as_uint(v[e]) & 0xffffe000u;  // truncated
+          else
+            ahi[i][e] = __float_as_uint(v[e]);  // two fp16 values
         }
       }
 #pragma unroll
@@ -237,9 +240,15 @@ void launch(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
   // H200 (docs/performance-notes.md, run 7: every-step adds 231 img/s, chunk chains with 4 stages
   // and 1 block/SM 233, this 242 at ffhq1024-f fp32 batch 32), at the FMA path's accuracy.
   switch (a.operands) {
-    case Ops::tf32x3: launch_v<BN, 4, kLaunchStages, 2, Ops::tf32x3>(a, grid, stream); break;
-    case Ops::tf32: launch_v<BN, 4, kLaunchStages, 2, Ops::tf32>(a, grid, stream); break;
-    case Ops::f16: launch_v<BN, 4, kLaunchStages, 2, Ops::f16>(a, grid, stream); break;
+    case Ops::tf32x3:
+      launch_v<BN, 4, kLaunchStages, 2, Ops::tf32x3>(a, grid, stream);
+      break;
+    case Ops::tf32:
+      launch_v<BN, 4, kLaunchStages, 2, Ops::tf32>(a, grid, stream);
+      break;
+    case Ops::f16:
+      launch_v<BN, 4, kLaunchStages, 2, Ops::f16>(a, grid, stream);
+      break;
   }
 }
 
@@ -249,8 +258,8 @@ bool conv2d_tf32x3_shape_ok(const Tf32x3ConvArgs& a) {
   const int64_t M = int64_t(a.N) * (a.H + 1) * (a.W + 1);
   const int64_t in = int64_t(a.N) * a.H * a.W;
   return a.N > 0 && a.H > 0 && a.W > 0 && a.H < 16384 && a.W < 16384 && a.Cin > 0 &&
-         a.Cin % tc_chunk_channels(a.operands) == 0 && a.Cout > 0 && a.Cout % 32 == 0 &&
-         M < (int64_t(1) << 31) - kBM && in < (int64_t(1) << 31);
+         a.Cin % tc_chunk_channels(a.operands) == 0 && a.Cout > 0 && a.Cout % 32 == 0 && M < (int64_t(1) << 31) - kBM &&
+         in < (int64_t(1) << 31);
 }
 
 bool conv2d_tf32x3_supports(const Tf32x3ConvArgs& a) {
@@ -323,17 +332,21 @@ void conv2d_tf32x3(const Tf32x3ConvArgs& a, cudaStream_t stream) {
   if (a.impl == Tf32x3ConvArgs::Impl::wgmma) {
     conv2d_tf32x3_wgmma(a, grid, bn, stream);
   } else {
-    if (bn == 64) launch<64>(a, grid, stream);
-    else launch<32>(a, grid, stream);
+    if (bn == 64)
+      launch<64>(a, grid, stream);
+    else
+      launch<32>(a, grid, stream);
     SG2_LAUNCH_CHECK("conv_tf32x3_kernel");
   }
   if (a.splits > 1) {
     const int64_t n4 = out_elems(a) / 4;
     const int blocks = static_cast<int>(std::min<int64_t>((n4 + 255) / 256, 1024));
     if (a.operands == Tf32x3ConvArgs::Operands::f16)
-      split_k_sum_kernel<true><<<blocks, 256, 0, stream>>>(reinterpret_cast<const float4*>(a.partial), n4, a.splits, a.y);
+      split_k_sum_kernel<true>
+          <<<blocks, 256, 0, stream>>>(reinterpret_cast<const float4*>(a.partial), n4, a.splits, a.y);
     else
-      split_k_sum_kernel<false><<<blocks, 256, 0, stream>>>(reinterpret_cast<const float4*>(a.partial), n4, a.splits, a.y);
+      split_k_sum_kernel<false>
+          <<<blocks, 256, 0, stream>>>(reinterpret_cast<const float4*>(a.partial), n4, a.splits, a.y);
     SG2_LAUNCH_CHECK("split_k_sum_kernel");
   }
 }

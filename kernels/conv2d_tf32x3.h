@@ -52,10 +52,10 @@ struct Tf32x3ConvArgs {
   int N = 0, H = 0, W = 0;  // input size
   int Cin = 0, Cout = 0;
   bool transposed = false;
-  const void* x = nullptr;     // [N, H, W, Cin] fp32 (fp16 for Operands::f16)
-  const void* w_hi = nullptr;  // the filter [Cout, 3, 3, Cin]: its TF32 heads (tf32x3_pack_weights), or fp16
-  const float* w_lo = nullptr; // tf32x3: its tails, same layout
-  void* y = nullptr;           // forward [N, H, W, Cout]; transposed [N, 2H + 1, 2W + 1, Cout]; fp32 (fp16 for f16)
+  const void* x = nullptr;      // [N, H, W, Cin] fp32 (fp16 for Operands::f16)
+  const void* w_hi = nullptr;   // the filter [Cout, 3, 3, Cin]: its TF32 heads (tf32x3_pack_weights), or fp16
+  const float* w_lo = nullptr;  // tf32x3: its tails, same layout
+  void* y = nullptr;            // forward [N, H, W, Cout]; transposed [N, 2H + 1, 2W + 1, Cout]; fp32 (fp16 for f16)
   int splits = 1;               // split-K: > 1 sums `splits` partial outputs (in order) into y
   float* partial = nullptr;     // splits > 1: conv2d_tf32x3_workspace(*this) bytes, 16-byte aligned
   /// Which implementation runs: mma.sync (sm_80+), or wgmma (where conv2d_tf32x3_wgmma_probe() said
@@ -128,7 +128,8 @@ PFN_cuTensorMapEncodeTiled_v12000 conv2d_tf32x3_tensor_map_encoder();
 /// cannot take the shape; mma.sync: 64 or 32).
 int conv2d_tf32x3_block_channels(const Tf32x3ConvArgs& a, Tf32x3ConvArgs::Impl impl);
 
-/// The shape alone (no pointers): Cin a multiple of tc_chunk_channels (32, or 64 for fp16), Cout % 32 == 0, sizes in range.
+/// The shape alone (no pointers): Cin a multiple of tc_chunk_channels (32, or 64 for fp16), Cout % 32 == 0, sizes in
+/// range.
 bool conv2d_tf32x3_shape_ok(const Tf32x3ConvArgs& a);
 /// Shape and buffers (non-null, 16-byte aligned; partial for splits > 1).
 bool conv2d_tf32x3_supports(const Tf32x3ConvArgs& a);

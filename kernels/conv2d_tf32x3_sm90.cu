@@ -30,8 +30,8 @@
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/cuda_check.h"
 #include "kernels/conv2d_tf32x3_sm90.h"
+#include "kernels/cuda_check.h"
 #include "kernels/tf32x3_device.cuh"
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -43,7 +43,7 @@ namespace sg2::cuda {
 namespace {
 
 constexpr int kBM = 128, kBK = 32, kThreads = 256;  // kBK: 32-bit words per 128-byte row
-constexpr int kAP = kBK + 4;  // activation tile row pitch (words)
+constexpr int kAP = kBK + 4;                        // activation tile row pitch (words)
 using Ops = Tf32x3ConvArgs::Operands;
 
 template <int BN>
@@ -51,11 +51,11 @@ struct WgCfg {
   // Stages: chunk c - 1 is being read by the tensor cores, c is being split, c + 1 .. c + kStages
   // - 3 are in flight, and c + kStages - 2 is being issued (the stage chunk c - 2 left).
   static constexpr int kStages = 4;
-  static constexpr int kBBytes = BN * 128;              // one filter tile (hi or lo)
-  static constexpr int kABytes = kBM * kAP * 4;         // the activation tile
-  static constexpr int kStage = 2 * kBBytes + kABytes;  // a multiple of 1024: every tile 1024-aligned
-  static constexpr size_t kBars = size_t(kStages) * kStage;              // the stages' mbarriers
-  static constexpr size_t kSmem = kBars + 8 * kStages + 1024;             // + room to align the base
+  static constexpr int kBBytes = BN * 128;                     // one filter tile (hi or lo)
+  static constexpr int kABytes = kBM * kAP * 4;                // the activation tile
+  static constexpr int kStage = 2 * kBBytes + kABytes;         // a multiple of 1024: every tile 1024-aligned
+  static constexpr size_t kBars = size_t(kStages) * kStage;    // the stages' mbarriers
+  static constexpr size_t kSmem = kBars + 8 * kStages + 1024;  // + room to align the base
   static_assert(kStage % 1024 == 0, "filter tiles must stay 1024-byte aligned (128-byte swizzle)");
 };
 
@@ -71,7 +71,9 @@ __device__ __forceinline__ void wg_wait_all() { asm volatile("wgmma.wait_group.s
 __device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
-__device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+__device__ __forceinline__ void mbar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
 /// Arrives once and expects `bytes` from the copies that complete on this barrier.
 __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
@@ -80,11 +82,10 @@ __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
   uint32_t done = 0;
   do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
   } while (!done);
 }
 /// TMA: the box at (c, x, y, n) of a 4-D tensor map into shared memory at dst; completes on bar.
@@ -92,14 +93,16 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map, int c, int x, int y, int n,
                                             uint32_t bar) {
   asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+      "[%6];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c), "r"(x), "r"(y), "r"(n), "r"(bar)
       : "memory");
 }
 /// TMA: the box at (x, y) of a 2-D tensor map into shared memory at dst; completes on bar.
 __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int x, int y, uint32_t bar) {
   asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar)
       : "memory");
 }
@@ -122,10 +125,10 @@ __device__ __forceinline__ void wgmma_n64(float (&d)[32], const uint32_t (&a)[4]
       "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
       "}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
 }
 
@@ -140,21 +143,23 @@ __device__ __forceinline__ void wgmma_n128(float (&d)[64], const uint32_t (&a)[4
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
       "}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+        "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+        "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
 }
 
 template <int BN>
 __device__ __forceinline__ void wgmma(float (&d)[BN / 2], const uint32_t (&a)[4], uint64_t b, int scale_d) {
-  if constexpr (BN == 64) wgmma_n64(d, a, b, scale_d);
-  else wgmma_n128(d, a, b, scale_d);
+  if constexpr (BN == 64)
+    wgmma_n64(d, a, b, scale_d);
+  else
+    wgmma_n128(d, a, b, scale_d);
 }
 
 /// D (64 x 64 fp32) (+)= A (64 x 16 fp16, registers: two per 32-bit word) B (16 x 64 fp16, shared
@@ -166,10 +171,10 @@ __device__ __forceinline__ void wgmma_f16_n64(float (&d)[32], const uint32_t (&a
       "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
       "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
 }
 
@@ -183,21 +188,23 @@ __device__ __forceinline__ void wgmma_f16_n128(float (&d)[64], const uint32_t (&
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
       "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+        "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+        "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
 }
 
 template <int BN>
 __device__ __forceinline__ void wgmma_f16(float (&d)[BN / 2], const uint32_t (&a)[4], uint64_t b, int scale_d) {
-  if constexpr (BN == 64) wgmma_f16_n64(d, a, b, scale_d);
-  else wgmma_f16_n128(d, a, b, scale_d);
+  if constexpr (BN == 64)
+    wgmma_f16_n64(d, a, b, scale_d);
+  else
+    wgmma_f16_n128(d, a, b, scale_d);
 }
 #endif  // SG2_HAVE_WGMMA
 
@@ -335,8 +342,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int e = 0; e < R; ++e) acc[e] += part[e];
   };
-  auto step = [&](auto first, int c, uint32_t (&xhi)[4][4], uint32_t (&xlo)[4][4], uint32_t (&yhi)[4][4],
-                  uint32_t (&ylo)[4][4]) {
+  auto step = [&](auto first, int c, uint32_t(&xhi)[4][4], uint32_t(&xlo)[4][4], uint32_t(&yhi)[4][4],
+                  uint32_t(&ylo)[4][4]) {
     dev::cp_async_wait<S - 3>();
     __syncthreads();  // chunk c's activations are in; chunk c - 2's MMAs are done (waited for last step)
     mbar_wait(bars + 8 * (c % S), (c / S) & 1);  // chunk c's filter tiles are in
@@ -403,7 +410,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (m >= tl.M) continue;
     const size_t o = tl.out_offset(a, m) + n0 + 2 * t4;
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) dev::store_pair<ESZ>(a, tl.partial, o + 8 * j, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+    for (int j = 0; j < BN / 8; ++j)
+      dev::store_pair<ESZ>(a, tl.partial, o + 8 * j, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
   }
 #else
   // built without sm_90a code: conv2d_tf32x3_wgmma_probe() says false, never launched
@@ -452,10 +460,11 @@ CUtensorMap filter_map(const Tf32x3ConvArgs& a, const void* w, int bn) {
   const cuuint32_t box[2] = {cuuint32_t(tc_chunk_channels(a.operands)), cuuint32_t(bn)};
   const cuuint32_t estr[2] = {1, 1};
   const CUtensorMapDataType dt = esz == 2 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-  const CUresult r = a.encode_tensor_map(&m, dt, 2, const_cast<void*>(w), dims, strides,
-                                          box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                          CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) fail(ErrorKind::device, "conv2d_tf32x3: cuTensorMapEncodeTiled failed (CUresult ", int(r), ")");
+  const CUresult r = a.encode_tensor_map(&m, dt, 2, const_cast<void*>(w), dims, strides, box, estr,
+                                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                         CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    fail(ErrorKind::device, "conv2d_tf32x3: cuTensorMapEncodeTiled failed (CUresult ", int(r), ")");
   return m;
 }
 
@@ -468,10 +477,11 @@ CUtensorMap act_map(const Tf32x3ConvArgs& a, const uint32_t (&box)[4]) {
   const cuuint64_t strides[3] = {px, px * a.W, px * a.W * a.H};
   const cuuint32_t estr[4] = {1, 1, 1, 1};
   const CUtensorMapDataType dt = esz == 2 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-  const CUresult r = a.encode_tensor_map(&m, dt, 4, const_cast<void*>(a.x), dims, strides,
-                                          box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                          CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) fail(ErrorKind::device, "conv2d_tf32x3: cuTensorMapEncodeTiled (activations) failed (CUresult ", int(r), ")");
+  const CUresult r = a.encode_tensor_map(&m, dt, 4, const_cast<void*>(a.x), dims, strides, box, estr,
+                                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                         CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    fail(ErrorKind::device, "conv2d_tf32x3: cuTensorMapEncodeTiled (activations) failed (CUresult ", int(r), ")");
   return m;
 }
 
@@ -491,17 +501,25 @@ void launch_ops(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
     launch_t<BN, false, true, OPS>(a, grid, act_map(a, box), stream);
   } else {
     CUtensorMap unused{};
-    if (a.transposed) launch_t<BN, true, false, OPS>(a, grid, unused, stream);
-    else launch_t<BN, false, false, OPS>(a, grid, unused, stream);
+    if (a.transposed)
+      launch_t<BN, true, false, OPS>(a, grid, unused, stream);
+    else
+      launch_t<BN, false, false, OPS>(a, grid, unused, stream);
   }
 }
 
 template <int BN>
 void launch_bn(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
   switch (a.operands) {
-    case Ops::tf32x3: launch_ops<BN, Ops::tf32x3>(a, grid, stream); break;
-    case Ops::tf32: launch_ops<BN, Ops::tf32>(a, grid, stream); break;
-    case Ops::f16: launch_ops<BN, Ops::f16>(a, grid, stream); break;
+    case Ops::tf32x3:
+      launch_ops<BN, Ops::tf32x3>(a, grid, stream);
+      break;
+    case Ops::tf32:
+      launch_ops<BN, Ops::tf32>(a, grid, stream);
+      break;
+    case Ops::f16:
+      launch_ops<BN, Ops::f16>(a, grid, stream);
+      break;
   }
 }
 
@@ -533,7 +551,6 @@ bool tf32x3_wgmma_activation_box(const Tf32x3ConvArgs& a, uint32_t (&box)[4]) {
   return false;
 }
 
-
 bool tf32x3_wgmma_probe() { return probe_device(); }
 
 PFN_cuTensorMapEncodeTiled_v12000 tf32x3_tensor_map_encoder() {
@@ -557,8 +574,10 @@ int tf32x3_wgmma_bn(const Tf32x3ConvArgs& a) {
 }
 
 void conv2d_tf32x3_wgmma(const Tf32x3ConvArgs& a, dim3 grid, int bn, cudaStream_t stream) {
-  if (bn == 128) launch_bn<128>(a, grid, stream);
-  else launch_bn<64>(a, grid, stream);
+  if (bn == 128)
+    launch_bn<128>(a, grid, stream);
+  else
+    launch_bn<64>(a, grid, stream);
   SG2_LAUNCH_CHECK("conv_tf32x3_wgmma_kernel");
 }
 

@@ -7,12 +7,12 @@
 // with shuffles in a fixed order, then lane k of the group writes image channel k, so results do
 // not depend on the batch size or the pixel's position.
 #include <algorithm>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 
-#include "kernels/cuda_check.h"
 #include "kernels/common.cuh"
 #include "kernels/conv_epilogue.h"
+#include "kernels/cuda_check.h"
 #include "kernels/skip_image.cuh"
 
 namespace sg2::cuda {
@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(kThreads) conv_epilogue_kernel(EpilogueArgs a,
     const float nz = valid && noise ? noise[hw] * a.noise_strength : 0.0f;
 
     // v for channels [c0, c0 + V) of this pixel.
-    auto compute = [&](int c0, float (&v)[V]) {
+    auto compute = [&](int c0, float(&v)[V]) {
       const int off = hw * C + c0;
       load_vec<Tin, V>(y + off, v);
       float d[V], b[V];
@@ -144,9 +144,9 @@ __global__ void __launch_bounds__(kThreads) conv_epilogue_kernel(EpilogueArgs a,
           const int kk = kbase + k;
           float r = tk + a.rgb_bias[kk];
           if (a.rgb_clamp >= 0.0f) r = fminf(fmaxf(r, -a.rgb_clamp), a.rgb_clamp);
-          const float up =
-              a.img_prev ? dev::upsampled(a.img_prev + (size_t(n) * K + kk) * (HW / 4), a.H / 2, a.W / 2, a.filter, a.fsize, yy, xx)
-                         : 0.0f;
+          const float up = a.img_prev ? dev::upsampled(a.img_prev + (size_t(n) * K + kk) * (HW / 4), a.H / 2, a.W / 2,
+                                                       a.filter, a.fsize, yy, xx)
+                                      : 0.0f;
           a.img[(size_t(n) * K + kk) * HW + hw] = up + r;
         }
       }
@@ -176,7 +176,8 @@ __global__ void __launch_bounds__(kThreads, 4) conv_epilogue_tab_kernel(Epilogue
     sb[i] = a.bias ? a.bias[i] : 0.0f;
     so[i] = a.out_scale ? a.out_scale[size_t(n) * a.out_scale_stride + i] : 1.0f;
 #pragma unroll
-    for (int k = 0; k < KR; ++k) sr[k * C + i] = a.rgb_weight[size_t(k) * C + i] * a.rgb_styles[size_t(n) * a.rgb_styles_stride + i];
+    for (int k = 0; k < KR; ++k)
+      sr[k * C + i] = a.rgb_weight[size_t(k) * C + i] * a.rgb_styles[size_t(n) * a.rgb_styles_stride + i];
   }
   const bool up4 = a.img_prev != nullptr && a.fsize == 4;
   if (threadIdx.x < 16) sg[threadIdx.x] = up4 ? a.filter[15 - threadIdx.x] * 4.0f : 0.0f;  // g[i][j] = f[3-i][3-j] * 4
@@ -292,7 +293,8 @@ __global__ void __launch_bounds__(kThreads, 4) conv_epilogue_tab_kernel(Epilogue
           if (up4) {
             up = dev::upsampled4(a.img_prev + (size_t(n) * KR + kk) * (HW / 4), a.H / 2, a.W / 2, sg, yy, xx);
           } else if (a.img_prev) {
-            up = dev::upsampled(a.img_prev + (size_t(n) * KR + kk) * (HW / 4), a.H / 2, a.W / 2, a.filter, a.fsize, yy, xx);
+            up = dev::upsampled(a.img_prev + (size_t(n) * KR + kk) * (HW / 4), a.H / 2, a.W / 2, a.filter, a.fsize, yy,
+                                xx);
           }
           a.img[(size_t(n) * KR + kk) * HW + hw[u]] = up + r;
         }
@@ -337,11 +339,21 @@ void launch(const EpilogueArgs& a, int log2w, cudaStream_t stream) {
   const size_t tab = (size_t(3 + a.img_channels) * a.C + 16) * sizeof(float);
   if (vec && chunks <= G && a.img_channels <= kMaxRgb && tab <= 48 * 1024 && a.shared_tables) {
     switch (a.img_channels) {
-      case 0: conv_epilogue_tab_kernel<Tin, Tout, 0><<<grid, kThreads, tab, stream>>>(a, G, log2w); break;
-      case 1: conv_epilogue_tab_kernel<Tin, Tout, 1><<<grid, kThreads, tab, stream>>>(a, G, log2w); break;
-      case 2: conv_epilogue_tab_kernel<Tin, Tout, 2><<<grid, kThreads, tab, stream>>>(a, G, log2w); break;
-      case 3: conv_epilogue_tab_kernel<Tin, Tout, 3><<<grid, kThreads, tab, stream>>>(a, G, log2w); break;
-      default: conv_epilogue_tab_kernel<Tin, Tout, 4><<<grid, kThreads, tab, stream>>>(a, G, log2w); break;
+      case 0:
+        conv_epilogue_tab_kernel<Tin, Tout, 0><<<grid, kThreads, tab, stream>>>(a, G, log2w);
+        break;
+      case 1:
+        conv_epilogue_tab_kernel<Tin, Tout, 1><<<grid, kThreads, tab, stream>>>(a, G, log2w);
+        break;
+      case 2:
+        conv_epilogue_tab_kernel<Tin, Tout, 2><<<grid, kThreads, tab, stream>>>(a, G, log2w);
+        break;
+      case 3:
+        conv_epilogue_tab_kernel<Tin, Tout, 3><<<grid, kThreads, tab, stream>>>(a, G, log2w);
+        break;
+      default:
+        conv_epilogue_tab_kernel<Tin, Tout, 4><<<grid, kThreads, tab, stream>>>(a, G, log2w);
+        break;
     }
   } else if (vec) {
     conv_epilogue_kernel<Tin, Tout, 8><<<grid, kThreads, 0, stream>>>(a, G, log2w);
@@ -364,10 +376,14 @@ void conv_epilogue(const EpilogueArgs& a, cudaStream_t stream) {
   int log2w = 0;
   while ((1 << log2w) < a.W) ++log2w;
   const bool in16 = a.y_dtype == DType::f16, out16 = a.out_dtype == DType::f16;
-  if (in16 && out16) launch<__half, __half>(a, log2w, stream);
-  else if (in16) launch<__half, float>(a, log2w, stream);
-  else if (out16) launch<float, __half>(a, log2w, stream);
-  else launch<float, float>(a, log2w, stream);
+  if (in16 && out16)
+    launch<__half, __half>(a, log2w, stream);
+  else if (in16)
+    launch<__half, float>(a, log2w, stream);
+  else if (out16)
+    launch<float, __half>(a, log2w, stream);
+  else
+    launch<float, float>(a, log2w, stream);
 }
 
 }  // namespace sg2::cuda

@@ -26,32 +26,32 @@ namespace sg2::cuda {
 struct EpilogueArgs {
   int N = 0, H = 0, W = 0, C = 0;
   DType y_dtype = DType::f32;
-  const void* y = nullptr;           // [N, H, W, C] conv output, device
-  const float* dcoefs = nullptr;         // [N, dcoefs_stride] output coefficients (channel 0 first), or null (1)
+  const void* y = nullptr;        // [N, H, W, C] conv output, device
+  const float* dcoefs = nullptr;  // [N, dcoefs_stride] output coefficients (channel 0 first), or null (1)
   int dcoefs_stride = 0;
-  const float* noise = nullptr;      // [N or 1, H, W] fp32, or null (no noise)
-  int64_t noise_stride_n = 0;        // 0: one map broadcast over the batch
+  const float* noise = nullptr;  // [N or 1, H, W] fp32, or null (no noise)
+  int64_t noise_stride_n = 0;    // 0: one map broadcast over the batch
   float noise_strength = 0.0f;
-  const float* bias = nullptr;       // [C], or null
+  const float* bias = nullptr;  // [C], or null
   bool lrelu = true;
-  float gain = 1.0f;                 // act gain (skipped when 1)
-  float clamp = -1.0f;               // < 0: no clamp
-  const float* residual = nullptr;   // [N, H, W, C] fp32, or null
+  float gain = 1.0f;                // act gain (skipped when 1)
+  float clamp = -1.0f;              // < 0: no clamp
+  const float* residual = nullptr;  // [N, H, W, C] fp32, or null
   DType out_dtype = DType::f32;
   void* out = nullptr;               // [N, H, W, C], or null
   const float* out_scale = nullptr;  // [N, out_scale_stride], or null (1)
   int out_scale_stride = 0;
-  void* raw = nullptr;               // [N, H, W, C] in out_dtype, or null
+  void* raw = nullptr;  // [N, H, W, C] in out_dtype, or null
   // fused ToRGB
-  int img_channels = 0;              // 0: none
-  const float* rgb_weight = nullptr; // [img_channels, C] (raw; the styles carry 1/sqrt(C))
-  const float* rgb_styles = nullptr; // [N, rgb_styles_stride]
+  int img_channels = 0;               // 0: none
+  const float* rgb_weight = nullptr;  // [img_channels, C] (raw; the styles carry 1/sqrt(C))
+  const float* rgb_styles = nullptr;  // [N, rgb_styles_stride]
   int rgb_styles_stride = 0;
-  const float* rgb_bias = nullptr;   // [img_channels]
+  const float* rgb_bias = nullptr;  // [img_channels]
   float rgb_clamp = -1.0f;
-  const float* img_prev = nullptr;   // [N, img_channels, H/2, W/2], or null
-  float* img = nullptr;              // [N, img_channels, H, W]
-  const float* filter = nullptr;     // [fsize, fsize] resample filter (sums to 1), device
+  const float* img_prev = nullptr;  // [N, img_channels, H/2, W/2], or null
+  float* img = nullptr;             // [N, img_channels, H, W]
+  const float* filter = nullptr;    // [fsize, fsize] resample filter (sums to 1), device
   int fsize = 0;
   // launch: the shared-table kernel where the shape allows it (false: always the general kernel,
   // for A/B measurements); the result is the same either way

@@ -23,9 +23,9 @@ void check_launch(const char* kernel, const char* file, int line);
 
 }  // namespace sg2::cuda
 
-#define SG2_CUDA_CHECK(call)                                                                          \
-  do {                                                                                                \
-    const cudaError_t sg2_err_ = (call);                                                              \
+#define SG2_CUDA_CHECK(call)                                                                         \
+  do {                                                                                               \
+    const cudaError_t sg2_err_ = (call);                                                             \
     if (sg2_err_ != cudaSuccess) ::sg2::cuda::throw_cuda_error(sg2_err_, #call, __FILE__, __LINE__); \
   } while (0)
 

@@ -1,6 +1,6 @@
 // sg2 CUDA kernels: demodulation coefficients and input style scales (demodulate.h).
-#include "kernels/cuda_check.h"
 #include "kernels/common.cuh"
+#include "kernels/cuda_check.h"
 #include "kernels/demodulate.h"
 
 namespace sg2::cuda {

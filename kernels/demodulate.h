@@ -22,7 +22,7 @@ namespace sg2::cuda {
 struct DemodLayer {
   int s_offset = 0;      ///< first column of its styles in s / s_in [N, S]
   int in_channels = 0;   ///< Cin
-  int dcoef_offset = 0;      ///< first column of its coefficients in dcoefs [N, D]
+  int dcoef_offset = 0;  ///< first column of its coefficients in dcoefs [N, D]
   int out_channels = 0;  ///< Cout
   int64_t q_offset = 0;  ///< its Q [Cout, Cin] in q
   int fp16 = 0;          ///< 1: fp16 pre-normalization (s_in = s / max|s|)
@@ -31,16 +31,16 @@ struct DemodLayer {
 struct DemodArgs {
   int N = 0;
   int num_layers = 0;
-  const DemodLayer* layers = nullptr;      // [num_layers] device
-  int total_out = 0;                       // D = sum of Cout
-  const int* layer_of_output = nullptr;    // [D] device: layer index of each column of dcoefs
-  const float* s = nullptr;                // [N, S] device fp32 styles (affine output)
-  int s_stride = 0;                        // S
-  const float* q = nullptr;                // device fp32, every layer's Q
-  const float* w_inv = nullptr;            // [D] device fp32 (1 for fp32 layers)
-  float* s_in = nullptr;                   // [N, S] device: input scales (conv layers' columns)
-  float* smax = nullptr;                   // [N, num_layers] device: max|s| (1 for fp32 layers)
-  float* dcoefs = nullptr;                     // [N, D] device: output coefficients
+  const DemodLayer* layers = nullptr;    // [num_layers] device
+  int total_out = 0;                     // D = sum of Cout
+  const int* layer_of_output = nullptr;  // [D] device: layer index of each column of dcoefs
+  const float* s = nullptr;              // [N, S] device fp32 styles (affine output)
+  int s_stride = 0;                      // S
+  const float* q = nullptr;              // device fp32, every layer's Q
+  const float* w_inv = nullptr;          // [D] device fp32 (1 for fp32 layers)
+  float* s_in = nullptr;                 // [N, S] device: input scales (conv layers' columns)
+  float* smax = nullptr;                 // [N, num_layers] device: max|s| (1 for fp32 layers)
+  float* dcoefs = nullptr;               // [N, D] device: output coefficients
 };
 
 /// Two launches: the input scales (and max|s|), then the coefficients.

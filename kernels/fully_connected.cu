@@ -1,8 +1,8 @@
 // sg2 CUDA kernels: fully_connected, normalize_2nd_moment, truncate_broadcast (fully_connected.h).
 #include <algorithm>
 
-#include "kernels/cuda_check.h"
 #include "kernels/common.cuh"
+#include "kernels/cuda_check.h"
 #include "kernels/fully_connected.h"
 
 namespace sg2::cuda {
@@ -79,7 +79,8 @@ __global__ void normalize_kernel(const float* x, int F, float* y, int y_stride, 
   __syncthreads();
   const float mean = F > 0 ? static_cast<float>(partial[0] / static_cast<double>(F)) : 0.0f;
   const float scale = 1.0f / sqrtf(mean + eps);
-  for (int j = threadIdx.x; j < F; j += blockDim.x) y[static_cast<int64_t>(n) * y_stride + y_offset + j] = xr[j] * scale;
+  for (int j = threadIdx.x; j < F; j += blockDim.x)
+    y[static_cast<int64_t>(n) * y_stride + y_offset + j] = xr[j] * scale;
 }
 
 __global__ void truncate_kernel(const float* w, const float* w_avg, int N, int R, int D, float psi, int cutoff,

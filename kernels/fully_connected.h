@@ -24,13 +24,13 @@ struct FcArgs {
   int N = 0;
   int in_features = 0;
   int out_features = 0;
-  const float* x = nullptr;          // device, fp32
+  const float* x = nullptr;  // device, fp32
   int64_t x_stride_n = 0;
-  const int* rows = nullptr;         // [out_features] device, or null
+  const int* rows = nullptr;  // [out_features] device, or null
   int64_t x_stride_row = 0;
-  const float* weight = nullptr;     // [out_features, in_features] device fp32 (raw, as stored)
+  const float* weight = nullptr;  // [out_features, in_features] device fp32 (raw, as stored)
   float weight_gain = 1.0f;
-  const float* bias = nullptr;       // [out_features] device fp32, or null
+  const float* bias = nullptr;  // [out_features] device fp32, or null
   float bias_gain = 1.0f;
   FcAct act = FcAct::linear;
   float act_gain = 1.0f;

@@ -14,8 +14,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/cuda_check.h"
 #include "kernels/common.cuh"
+#include "kernels/cuda_check.h"
 #include "kernels/fused_conv_f16.h"
 #include "kernels/skip_image.cuh"
 #include "kernels/tf32x3_device.cuh"
@@ -24,17 +24,17 @@ namespace sg2::cuda {
 
 namespace {
 
-constexpr int kT = 16;               // output tile: kT x kT pixels
-constexpr int kHalo = kT + 2;        // input tile side
+constexpr int kT = 16;         // output tile: kT x kT pixels
+constexpr int kHalo = kT + 2;  // input tile side
 constexpr int kThreads = 256;
 constexpr int kMaxRgb = 4;
 
 template <int C>
 struct FusedCfg {
-  static constexpr int kPitch = C + 8;                         // halves per pixel / filter row
-  static constexpr int kW = 9 * C * kPitch;                    // filter (halves)
-  static constexpr int kIn = kHalo * kHalo * kPitch;           // one input tile (halves)
-  static constexpr int kTab = (3 + kMaxRgb) * C + 16;          // per-sample tables + image filter (floats)
+  static constexpr int kPitch = C + 8;                 // halves per pixel / filter row
+  static constexpr int kW = 9 * C * kPitch;            // filter (halves)
+  static constexpr int kIn = kHalo * kHalo * kPitch;   // one input tile (halves)
+  static constexpr int kTab = (3 + kMaxRgb) * C + 16;  // per-sample tables + image filter (floats)
   static constexpr size_t kSmem = size_t(kW + 2 * kIn) * 2 + kTab * sizeof(float);
 };
 
@@ -53,19 +53,19 @@ __device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], u
 }
 
 template <int C, int KR>
-__global__ void __launch_bounds__(kThreads, C == 32 ? 2 : 1) fused_conv_f16_kernel(const __half* __restrict__ x,
-                                                                   const __half* __restrict__ w, EpilogueArgs e,
-                                                                   int tiles_x, int tiles_per_sample, int ntiles) {
+__global__ void __launch_bounds__(kThreads, C == 32 ? 2 : 1)
+    fused_conv_f16_kernel(const __half* __restrict__ x, const __half* __restrict__ w, EpilogueArgs e, int tiles_x,
+                          int tiles_per_sample, int ntiles) {
   using F = FusedCfg<C>;
   constexpr int P = F::kPitch, NT = C / 8;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  __half* sw = reinterpret_cast<__half*>(smem_raw);  // [9][C][P]
-  __half* sin = sw + F::kW;                          // 2 x [kHalo][kHalo][P]
+  __half* sw = reinterpret_cast<__half*>(smem_raw);        // [9][C][P]
+  __half* sin = sw + F::kW;                                // 2 x [kHalo][kHalo][P]
   float* sg = reinterpret_cast<float*>(sin + 2 * F::kIn);  // [16] the skip image's filter, flipped, x 4
-  float* sd = sg + 16;       // [C] demodulation of the staged sample
-  float* sb = sd + C;        // [C] bias
-  float* so = sb + C;        // [C] next layer's input scale
-  float* sr = so + C;        // [KR][C] ToRGB weight x style
+  float* sd = sg + 16;                                     // [C] demodulation of the staged sample
+  float* sb = sd + C;                                      // [C] bias
+  float* so = sb + C;                                      // [C] next layer's input scale
+  float* sr = so + C;                                      // [KR][C] ToRGB weight x style
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int HW = e.H * e.W;
 
@@ -197,7 +197,8 @@ __global__ void __launch_bounds__(kThreads, C == 32 ? 2 : 1) fused_conv_f16_kern
           q1 = q1 + nz[i][h];
           q0 = q0 + b2.x;
           q1 = q1 + b2.y;
-          const float v0 = dev::bias_act(q0, e.lrelu, e.gain, e.clamp), v1 = dev::bias_act(q1, e.lrelu, e.gain, e.clamp);
+          const float v0 = dev::bias_act(q0, e.lrelu, e.gain, e.clamp),
+                      v1 = dev::bias_act(q1, e.lrelu, e.gain, e.clamp);
           if (out) *reinterpret_cast<__half2*>(out + o) = __floats2half2_rn(v0 * o2.x, v1 * o2.y);
           if (raw) *reinterpret_cast<__half2*>(raw + o) = __floats2half2_rn(v0, v1);
 #pragma unroll
@@ -243,17 +244,27 @@ void launch_k(const void* x, const void* w, const EpilogueArgs& e, cudaStream_t 
   const int64_t ntiles = int64_t(e.N) * tiles_per_sample;
   const int blocks = static_cast<int>(std::min<int64_t>(ntiles, int64_t(std::max(per_sm, 1)) * sms));
   k<<<blocks, kThreads, smem, stream>>>(static_cast<const __half*>(x), static_cast<const __half*>(w), e, tiles_x,
-                                       tiles_per_sample, static_cast<int>(ntiles));
+                                        tiles_per_sample, static_cast<int>(ntiles));
 }
 
 template <int C>
 void launch_c(const void* x, const void* w, const EpilogueArgs& e, cudaStream_t stream) {
   switch (e.img_channels) {
-    case 0: launch_k<C, 0>(x, w, e, stream); break;
-    case 1: launch_k<C, 1>(x, w, e, stream); break;
-    case 2: launch_k<C, 2>(x, w, e, stream); break;
-    case 3: launch_k<C, 3>(x, w, e, stream); break;
-    default: launch_k<C, 4>(x, w, e, stream); break;
+    case 0:
+      launch_k<C, 0>(x, w, e, stream);
+      break;
+    case 1:
+      launch_k<C, 1>(x, w, e, stream);
+      break;
+    case 2:
+      launch_k<C, 2>(x, w, e, stream);
+      break;
+    case 3:
+      launch_k<C, 3>(x, w, e, stream);
+      break;
+    default:
+      launch_k<C, 4>(x, w, e, stream);
+      break;
   }
 }
 
@@ -281,8 +292,10 @@ bool fused_conv_f16_supports(const EpilogueArgs& e, size_t smem_per_block) {
 void fused_conv_f16(const void* x, const void* w, const EpilogueArgs& e, size_t smem_per_block, cudaStream_t stream) {
   if (!fused_conv_f16_supports(e, smem_per_block) || !x || !w || !aligned16(x) || !aligned16(w))
     fail(ErrorKind::internal, "fused_conv_f16: unsupported arguments");
-  if (e.C == 32) launch_c<32>(x, w, e, stream);
-  else launch_c<64>(x, w, e, stream);
+  if (e.C == 32)
+    launch_c<32>(x, w, e, stream);
+  else
+    launch_c<64>(x, w, e, stream);
   SG2_LAUNCH_CHECK("fused_conv_f16_kernel");
 }
 

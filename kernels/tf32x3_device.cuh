@@ -45,7 +45,6 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-
 /// One thread block's share of a tensor-core convolution GEMM (both kernels): blockIdx.x = 128-pixel
 /// tile of one phase's output pixels, blockIdx.y = BN-channel tile, blockIdx.z = phase + phases *
 /// split-K index. k runs over 128-byte chunks of input channels of one tap (tap-major): 32 fp32
@@ -57,8 +56,8 @@ struct Tf32x3Tile {
   static constexpr int kBM = 128, kBK = 128 / ESZ;  // kBK: channels per chunk
   int py, px, Wo, HWo, M, m0, n0, nx, cpt, cbeg, nchunks;
   float* partial;  // split-K: this split's fp32 partial output; null: the kernel writes y
-  int apix[4];  // the sample's first input pixel n*H*W; the tap adds (y + dy) * W + (x + dx)
-  int ayx[4];   // y << 16 | x of the output pixel (y = -20000 past the last pixel: never inside)
+  int apix[4];     // the sample's first input pixel n*H*W; the tap adds (y + dy) * W + (x + dx)
+  int ayx[4];      // y << 16 | x of the output pixel (y = -20000 past the last pixel: never inside)
 
   __device__ Tf32x3Tile(const Tf32x3ConvArgs& a, int BN) {
     const int phases = TR ? 4 : 1;

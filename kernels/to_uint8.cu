@@ -10,9 +10,9 @@ namespace {
 
 __device__ __forceinline__ uint8_t to_u8(float x) {
   const float v = __fadd_rn(__fmul_rn(x, 127.5f), 128.0f);  // two roundings, never fused
-  if (!(v > 0.0f)) return 0;                                   // also NaN
+  if (!(v > 0.0f)) return 0;                                // also NaN
   if (v >= 255.0f) return 255;
-  return static_cast<uint8_t>(v);                              // truncation toward zero
+  return static_cast<uint8_t>(v);  // truncation toward zero
 }
 
 /// One thread per pixel: C planes read (coalesced along the plane), C bytes written.
@@ -43,11 +43,21 @@ void images_to_uint8(const float* img, int N, int C, int H, int W, uint8_t* out,
   const int threads = 256;
   const int blocks = static_cast<int>(std::min<int64_t>((total + threads - 1) / threads, 65535));
   switch (C) {
-    case 1: to_uint8_kernel<1><<<blocks, threads, 0, stream>>>(img, HW, total, out); break;
-    case 2: to_uint8_kernel<2><<<blocks, threads, 0, stream>>>(img, HW, total, out); break;
-    case 3: to_uint8_kernel<3><<<blocks, threads, 0, stream>>>(img, HW, total, out); break;
-    case 4: to_uint8_kernel<4><<<blocks, threads, 0, stream>>>(img, HW, total, out); break;
-    default: to_uint8_any_kernel<<<blocks, threads, 0, stream>>>(img, C, HW, total, out); break;
+    case 1:
+      to_uint8_kernel<1><<<blocks, threads, 0, stream>>>(img, HW, total, out);
+      break;
+    case 2:
+      to_uint8_kernel<2><<<blocks, threads, 0, stream>>>(img, HW, total, out);
+      break;
+    case 3:
+      to_uint8_kernel<3><<<blocks, threads, 0, stream>>>(img, HW, total, out);
+      break;
+    case 4:
+      to_uint8_kernel<4><<<blocks, threads, 0, stream>>>(img, HW, total, out);
+      break;
+    default:
+      to_uint8_any_kernel<<<blocks, threads, 0, stream>>>(img, C, HW, total, out);
+      break;
   }
   SG2_LAUNCH_CHECK("to_uint8_kernel");
 }

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "kernels/cuda_check.h"
 #include "kernels/common.cuh"
+#include "kernels/cuda_check.h"
 #include "kernels/upconv_epilogue.h"
 
 namespace sg2::cuda {
@@ -118,8 +118,14 @@ __device__ __forceinline__ void stage_window_vec(const UpEpilogueArgs& a, const 
       float v[8];
       if constexpr (sizeof(Tin) == 4) {
         const float4 lo = *reinterpret_cast<const float4*>(&raw[u]);
-        v[0] = lo.x; v[1] = lo.y; v[2] = lo.z; v[3] = lo.w;
-        v[4] = raw_hi[u].x; v[5] = raw_hi[u].y; v[6] = raw_hi[u].z; v[7] = raw_hi[u].w;
+        v[0] = lo.x;
+        v[1] = lo.y;
+        v[2] = lo.z;
+        v[3] = lo.w;
+        v[4] = raw_hi[u].x;
+        v[5] = raw_hi[u].y;
+        v[6] = raw_hi[u].z;
+        v[7] = raw_hi[u].w;
       } else {
         const __half2* h = reinterpret_cast<const __half2*>(&raw[u]);
 #pragma unroll
@@ -238,8 +244,8 @@ __global__ void __launch_bounds__(kThreads, 4) upconv_epilogue_sep_kernel(UpEpil
   stage_window_vec<Tin>(a, t, S, SR, SC, oy0 - a.pad0, ox0 - a.pad0, cb0);
   __syncthreads();
 
-  const int cp = threadIdx.x & 15;        // channel pair
-  const int x = 2 * (threadIdx.x >> 4);   // first of two columns in the tile
+  const int cp = threadIdx.x & 15;       // channel pair
+  const int x = 2 * (threadIdx.x >> 4);  // first of two columns in the tile
   const int c = cb0 + 2 * cp, ox = ox0 + x;
   if (c >= a.C || ox >= a.W) return;  // no barrier below; C % 8 == 0 and W even: c + 1, ox + 1 inside
   PairTables tb;
@@ -293,8 +299,10 @@ __global__ void __launch_bounds__(kThreads, 4) upconv_epilogue_sep_kernel(UpEpil
 
 template <typename Tin, typename Tout, int F>
 void launch_f(const UpEpilogueArgs& a, bool vec, dim3 grid, size_t smem, cudaStream_t stream) {
-  if (vec) upconv_epilogue_kernel<Tin, Tout, F, true><<<grid, kThreads, smem, stream>>>(a);
-  else upconv_epilogue_kernel<Tin, Tout, F, false><<<grid, kThreads, smem, stream>>>(a);
+  if (vec)
+    upconv_epilogue_kernel<Tin, Tout, F, true><<<grid, kThreads, smem, stream>>>(a);
+  else
+    upconv_epilogue_kernel<Tin, Tout, F, false><<<grid, kThreads, smem, stream>>>(a);
 }
 
 template <typename Tin, typename Tout>
@@ -312,8 +320,10 @@ void launch(const UpEpilogueArgs& a, cudaStream_t stream) {
   }
   const dim3 grid((a.W + kTX - 1) / kTX, (a.H + kTY - 1) / kTY, a.N * cblocks);
   const size_t smem = static_cast<size_t>(kTY + a.fsize - 1) * (kTX + a.fsize - 1) * kCB * sizeof(float);
-  if (a.fsize == 4) launch_f<Tin, Tout, 4>(a, vec, grid, smem, stream);
-  else launch_f<Tin, Tout, 0>(a, vec, grid, smem, stream);
+  if (a.fsize == 4)
+    launch_f<Tin, Tout, 4>(a, vec, grid, smem, stream);
+  else
+    launch_f<Tin, Tout, 0>(a, vec, grid, smem, stream);
   SG2_LAUNCH_CHECK("upconv_epilogue_kernel");
 }
 
@@ -326,10 +336,14 @@ void upconv_epilogue(const UpEpilogueArgs& a, cudaStream_t stream) {
   if (a.N * static_cast<int64_t>((a.C + kCB - 1) / kCB) > 65535 || (a.H + kTY - 1) / kTY > 65535)
     fail(ErrorKind::unsupported, "upconv_epilogue: batch ", a.N, " x ", a.C, " channels is too large for one launch");
   const bool in16 = a.t_dtype == DType::f16, out16 = a.out_dtype == DType::f16;
-  if (in16 && out16) launch<__half, __half>(a, stream);
-  else if (in16) launch<__half, float>(a, stream);
-  else if (out16) launch<float, __half>(a, stream);
-  else launch<float, float>(a, stream);
+  if (in16 && out16)
+    launch<__half, __half>(a, stream);
+  else if (in16)
+    launch<__half, float>(a, stream);
+  else if (out16)
+    launch<float, __half>(a, stream);
+  else
+    launch<float, float>(a, stream);
 }
 
 }  // namespace sg2::cuda

@@ -22,20 +22,20 @@
 namespace sg2::cuda {
 
 struct UpEpilogueArgs {
-  int N = 0, H = 0, W = 0, C = 0;    // output
-  int TH = 0, TW = 0;                // transposed-conv output size
-  int pad0 = 0;                      // leading FIR pad ((f+1)/2 - 1 for a 3x3 kernel)
+  int N = 0, H = 0, W = 0, C = 0;  // output
+  int TH = 0, TW = 0;              // transposed-conv output size
+  int pad0 = 0;                    // leading FIR pad ((f+1)/2 - 1 for a 3x3 kernel)
   DType t_dtype = DType::f32;
-  const void* t = nullptr;           // [N, TH, TW, C] device
-  const float* filter = nullptr;     // [fsize, fsize] resample filter (sums to 1), device
-  int fsize = 0;                     // 2..8
-  const float* filter1d = nullptr;   // [fsize] 1-D taps, filter = outer(filter1d, filter1d) (separable), or null
-  const float* dcoefs = nullptr;         // [N, dcoefs_stride], or null (1)
+  const void* t = nullptr;          // [N, TH, TW, C] device
+  const float* filter = nullptr;    // [fsize, fsize] resample filter (sums to 1), device
+  int fsize = 0;                    // 2..8
+  const float* filter1d = nullptr;  // [fsize] 1-D taps, filter = outer(filter1d, filter1d) (separable), or null
+  const float* dcoefs = nullptr;    // [N, dcoefs_stride], or null (1)
   int dcoefs_stride = 0;
-  const float* noise = nullptr;      // [N or 1, H, W] fp32, or null
+  const float* noise = nullptr;  // [N or 1, H, W] fp32, or null
   int64_t noise_stride_n = 0;
   float noise_strength = 0.0f;
-  const float* bias = nullptr;       // [C], or null
+  const float* bias = nullptr;  // [C], or null
   bool lrelu = true;
   float gain = 1.0f;
   float clamp = -1.0f;
@@ -43,7 +43,7 @@ struct UpEpilogueArgs {
   void* out = nullptr;               // [N, H, W, C]
   const float* out_scale = nullptr;  // [N, out_scale_stride], or null
   int out_scale_stride = 0;
-  void* raw = nullptr;               // [N, H, W, C] in out_dtype, or null
+  void* raw = nullptr;  // [N, H, W, C] in out_dtype, or null
 };
 
 void upconv_epilogue(const UpEpilogueArgs& a, cudaStream_t stream);

@@ -1,8 +1,8 @@
 // sg2 CUDA kernels: upsample2d on NHWC activations (upfirdn2d.h).
 #include <algorithm>
 
-#include "kernels/cuda_check.h"
 #include "kernels/common.cuh"
+#include "kernels/cuda_check.h"
 #include "kernels/upfirdn2d.h"
 
 namespace sg2::cuda {
@@ -43,11 +43,11 @@ void upsample2d_nhwc(const void* x, DType x_dtype, int N, int H, int W, int C, c
   if (total <= 0) return;
   const int blocks = static_cast<int>(std::min<int64_t>((total + 255) / 256, 8192));
   if (x_dtype == DType::f16)
-    upsample2d_kernel<__half><<<blocks, 256, 0, stream>>>(static_cast<const __half*>(x), N, H, W, C, filter, fsize,
-                                                          post_gain, out);
+    upsample2d_kernel<__half>
+        <<<blocks, 256, 0, stream>>>(static_cast<const __half*>(x), N, H, W, C, filter, fsize, post_gain, out);
   else
-    upsample2d_kernel<float><<<blocks, 256, 0, stream>>>(static_cast<const float*>(x), N, H, W, C, filter, fsize,
-                                                         post_gain, out);
+    upsample2d_kernel<float>
+        <<<blocks, 256, 0, stream>>>(static_cast<const float*>(x), N, H, W, C, filter, fsize, post_gain, out);
   SG2_LAUNCH_CHECK("upsample2d_kernel");
 }
 

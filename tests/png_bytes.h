@@ -11,7 +11,9 @@
 
 namespace sg2::test {
 
-inline std::string be32(uint32_t v) { return {char(v >> 24), char((v >> 16) & 255), char((v >> 8) & 255), char(v & 255)}; }
+inline std::string be32(uint32_t v) {
+  return {char(v >> 24), char((v >> 16) & 255), char((v >> 8) & 255), char(v & 255)};
+}
 
 /// One chunk: length, type, data, CRC-32 over type and data.
 inline std::string png_chunk(const std::string& type, const std::string& data) {
@@ -36,18 +38,23 @@ struct PngSpec {
   int width = 1, height = 1, depth = 8, color_type = 2;
   bool interlaced = false;
   std::vector<uint32_t> samples;
-  std::string palette;  ///< PLTE data (3 bytes an entry)
-  std::string trns;     ///< tRNS data, when non-empty
+  std::string palette;                                            ///< PLTE data (3 bytes an entry)
+  std::string trns;                                               ///< tRNS data, when non-empty
   std::vector<std::pair<std::string, std::string>> extra_chunks;  ///< before IDAT
 };
 
 inline int png_channels(int color_type) {
   switch (color_type) {
-    case 0: return 1;
-    case 2: return 3;
-    case 3: return 1;
-    case 4: return 2;
-    default: return 4;
+    case 0:
+      return 1;
+    case 2:
+      return 3;
+    case 3:
+      return 1;
+    case 4:
+      return 2;
+    default:
+      return 4;
   }
 }
 
@@ -86,7 +93,8 @@ inline std::string png_scanlines(const PngSpec& s, int x0, int y0, int dx, int d
 /// The IDAT payload (uncompressed) of the image, interlaced with Adam7 when asked.
 inline std::string png_raw_image(const PngSpec& s) {
   if (!s.interlaced) return png_scanlines(s, 0, 0, 1, 1);
-  static const int pass[7][4] = {{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4}, {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}};
+  static const int pass[7][4] = {{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4},
+                                 {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}};
   std::string out;
   for (const auto& p : pass)
     if (p[0] < s.width && p[1] < s.height) out += png_scanlines(s, p[0], p[1], p[2], p[3]);
@@ -95,8 +103,8 @@ inline std::string png_raw_image(const PngSpec& s) {
 
 /// The whole file. `idat` replaces the compressed image data when non-empty.
 inline std::string png_file(const PngSpec& s, const std::string& idat = "") {
-  std::string ihdr = be32(uint32_t(s.width)) + be32(uint32_t(s.height)) + char(s.depth) + char(s.color_type) + '\0' + '\0' +
-                     char(s.interlaced ? 1 : 0);
+  std::string ihdr = be32(uint32_t(s.width)) + be32(uint32_t(s.height)) + char(s.depth) + char(s.color_type) + '\0' +
+                     '\0' + char(s.interlaced ? 1 : 0);
   std::string f = "\x89PNG\r\n\x1a\n" + png_chunk("IHDR", ihdr);
   for (const auto& [type, data] : s.extra_chunks) f += png_chunk(type, data);
   if (!s.palette.empty()) f += png_chunk("PLTE", s.palette);

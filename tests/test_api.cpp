@@ -23,8 +23,10 @@ class ScopedEnv {
     ::setenv(name, value.c_str(), 1);
   }
   ~ScopedEnv() {
-    if (had_) ::setenv(name_, old_.c_str(), 1);
-    else ::unsetenv(name_);
+    if (had_)
+      ::setenv(name_, old_.c_str(), 1);
+    else
+      ::unsetenv(name_);
   }
 
  private:
@@ -56,7 +58,8 @@ TEST(DefaultModel, FoundInTheBuildTreeAndOverriddenBySG2_MODEL) {
       FAIL() << "no error";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::io);
-      EXPECT_NE(std::string(e.what()).find("SG2_MODEL is set to '/nonexistent/model.pkl'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("SG2_MODEL is set to '/nonexistent/model.pkl'"), std::string::npos)
+          << e.what();
     }
   }
 }
@@ -74,9 +77,10 @@ TEST(DefaultModel, InstalledLayoutAndTheMissingModelMessage) {
   const std::string exe = prefix + "/bin/sg2";
   CliResult missing = run_cli({"generate", "--seeds", "1", "--outdir", prefix + "/out"}, env, exe);
   EXPECT_EQ(missing.status, 1) << describe(missing);
-  EXPECT_NE(missing.err.find("the bundled model (digits32/digits32.pkl) was not found; looked in: " + prefix +
-                             "/bin/models/digits32/digits32.pkl, " + prefix + "/share/sg2/models/digits32/digits32.pkl"),
-            std::string::npos)
+  EXPECT_NE(
+      missing.err.find("the bundled model (digits32/digits32.pkl) was not found; looked in: " + prefix +
+                       "/bin/models/digits32/digits32.pkl, " + prefix + "/share/sg2/models/digits32/digits32.pkl"),
+      std::string::npos)
       << missing.err;
   EXPECT_NE(missing.err.find("HINT: pass --network FILE, set SG2_MODEL=FILE"), std::string::npos) << missing.err;
 

@@ -5,17 +5,17 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <dirent.h>
 #include <algorithm>
 #include <cstdio>
-#include <dirent.h>
 #include <fstream>
 #include <random>
 #include <sstream>
 
-#include "util/file_util.h"
+#include "sg2/convert.h"
 #include "sg2/error.h"
 #include "test_util.h"
-#include "sg2/convert.h"
+#include "util/file_util.h"
 
 using namespace sg2;
 using namespace std::string_literals;
@@ -27,7 +27,9 @@ std::string file_bytes(const std::string& rel) {
   return std::string(v.begin(), v.end());
 }
 
-std::string u32(uint32_t v) { return std::string{char(v & 255), char((v >> 8) & 255), char((v >> 16) & 255), char(v >> 24)}; }
+std::string u32(uint32_t v) {
+  return std::string{char(v & 255), char((v >> 8) & 255), char((v >> 16) & 255), char(v >> 24)};
+}
 std::string u64(uint64_t v) { return u32(uint32_t(v)) + u32(uint32_t(v >> 32)); }
 
 struct Outcome {
@@ -60,11 +62,16 @@ void expect_refused(const std::string& bytes, const std::string& what_it_says, c
   EXPECT_NE(o.message.find(what_it_says), std::string::npos) << label << ": " << o.message;
 }
 
-const std::string kOsSystem = "\x80\x02" "cos\nsystem\nX\x0b\x00\x00\x00" "touch PWNED\x85R."s;
+const std::string kOsSystem =
+    "\x80\x02"
+    "cos\nsystem\nX\x0b\x00\x00\x00"
+    "touch PWNED\x85R."s;
 const std::string kPosixSystem = "\x80\x04\x8c\x05posix\x8c\x06system\x93\x8c\x0btouch PWNED\x85R."s;
 const std::string kNestedSystem = "\x80\x04}\x8c\x05G_ema\x8c\x02os\x8c\x06system\x93\x8c\x0btouch PWNED\x85Rs."s;
 
-std::string html_page() { return "<!DOCTYPE html>\n<html><head><title>Google Drive - Virus scan warning</title></head></html>\n"; }
+std::string html_page() {
+  return "<!DOCTYPE html>\n<html><head><title>Google Drive - Virus scan warning</title></head></html>\n";
+}
 std::string nested_lists(size_t n) { return "\x80\x02" + std::string(n, ']') + std::string(n - 1, 'a') + "."; }
 
 }  // namespace
@@ -77,11 +84,15 @@ TEST(BadCheckpoints, EachBadInputGetsAClearError) {
   expect_refused("\x01\x02\x03garbage", "unknown format", "unknown");
   expect_refused(nested_lists(2000000), "nesting too deep", "two million nested lists");
   expect_refused("\x80\x04\x95" + u64(0x7fffffffffffffffull) + "N.", "truncated", "exabyte frame");
-  expect_refused("\x80\x04\x8e" + u64(uint64_t(1) << 62) + ".", "needs 4611686018427387904 more bytes", "exabyte bytes");
+  expect_refused("\x80\x04\x8e" + u64(uint64_t(1) << 62) + ".", "needs 4611686018427387904 more bytes",
+                 "exabyte bytes");
   expect_refused(kOsSystem, "os.system", "os.system");
   expect_refused(kPosixSystem, "os.system", "posix.system");
   expect_refused(kNestedSystem, "os.system", "os.system as G_ema");
-  expect_refused("\x80\x04}\x8c\x01" "D]s."s, "discriminator-only", "D only");
+  expect_refused(
+      "\x80\x04}\x8c\x01"
+      "D]s."s,
+      "discriminator-only", "D only");
   expect_refused("\x80\x04]."s, "not a recognised checkpoint", "a list");
   std::FILE* f = std::fopen("PWNED", "r");
   EXPECT_EQ(f, nullptr) << "something ran a command from a pickle";
@@ -223,7 +234,8 @@ TEST(BadCheckpointsCli, ConvertFailsCleanlyAndLeavesNothing) {
     struct stat st {};
     EXPECT_NE(::stat(out.c_str(), &st), 0) << name << ": output file left behind";
   }
-  for (const std::string& f : list_dir(dir)) EXPECT_EQ(f.find(".tmp"), std::string::npos) << "temporary file left: " << f;
+  for (const std::string& f : list_dir(dir))
+    EXPECT_EQ(f.find(".tmp"), std::string::npos) << "temporary file left: " << f;
   std::FILE* p = std::fopen("PWNED", "r");
   EXPECT_EQ(p, nullptr);
   if (p) std::fclose(p);

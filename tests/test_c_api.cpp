@@ -115,7 +115,8 @@ TEST(CApi, ErrorsAreStatusCodesWithMessages) {
   EXPECT_EQ(sg2_generate_seeds(h.g, &seed, 1, 0, 1.0f, SG2_NOISE_NONE, img.data()), SG2_OK) << sg2_last_error();
   EXPECT_EQ(sg2_generator_info(nullptr, nullptr), SG2_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(sg2_write_png((dir + "/no/such/dir/x.png").c_str(), std::vector<uint8_t>(12).data(), 2, 2, 3), SG2_ERR_IO);
-  EXPECT_EQ(sg2_write_png((dir + "/x.png").c_str(), std::vector<uint8_t>(12).data(), 2, 2, 5), SG2_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(sg2_write_png((dir + "/x.png").c_str(), std::vector<uint8_t>(12).data(), 2, 2, 5),
+            SG2_ERR_INVALID_ARGUMENT);
   sg2_generator_close(nullptr);
 
   // The bundled model's path: size query, too small a buffer.

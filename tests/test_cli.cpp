@@ -159,9 +159,11 @@ TEST(Cli, GenerateFromWAndWPlus) {
   write_npy(dir + "/bad.npy", Tensor({2, 5, 8}));
   CliResult bad = run_cli({"generate", "--network", model, "--ws", dir + "/bad.npy", "--outdir", dir + "/bad"});
   EXPECT_EQ(bad.status, 2) << describe(bad);
-  EXPECT_NE(bad.err.find("does not fit this model: expected [N, 8] (W) or [N, 6, 8] (W+)"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("does not fit this model: expected [N, 8] (W) or [N, 6, 8] (W+)"), std::string::npos)
+      << bad.err;
   EXPECT_FALSE(file_exists(dir + "/bad")) << "an output folder was left behind";
-  CliResult tr = run_cli({"generate", "--network", model, "--ws", dir + "/w.npy", "--trunc", "0.5", "--outdir", dir + "/t"});
+  CliResult tr =
+      run_cli({"generate", "--network", model, "--ws", dir + "/w.npy", "--trunc", "0.5", "--outdir", dir + "/t"});
   EXPECT_EQ(tr.status, 2) << describe(tr);
   EXPECT_NE(tr.err.find("--trunc does not apply to --ws"), std::string::npos) << tr.err;
 }
@@ -198,7 +200,9 @@ TEST(Cli, GenerateErrorPaths) {
       {{}, 2, "--seeds LIST"},
       {{"--seeds", "1", "--ws", "x.npy"}, 2, "either --seeds or --ws"},
       {{"--seeds", "1", "--network", cond}, 2, "--class K is required, with K in [0, 3]"},
-      {{"--seeds", "1", "--network", cond, "--class", "4"}, 2, "--class 4 is out of range: this model has classes 0..3"},
+      {{"--seeds", "1", "--network", cond, "--class", "4"},
+       2,
+       "--class 4 is out of range: this model has classes 0..3"},
       {{"--seeds", "1", "--class", "0"}, 2, "this model is unconditional"},
       {{"--seeds", "1", "--class", "x"}, 2, "--class: 'x' is not an integer"},
       {{"--seeds", "1", "--trunc", "nan"}, 2, "--trunc"},

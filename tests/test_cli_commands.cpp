@@ -66,7 +66,8 @@ TEST(CliMix, MatchesStyleMixingConventions) {
   ASSERT_EQ(grid.width, 4 * 16);
   ASSERT_EQ(grid.height, 3 * 16);
   std::vector<Image8> cells = {solid(16, 3, 0)};
-  for (const char* f : {"1-1", "55-55", "821-821", "85-85", "85-1", "85-55", "85-821", "100-100", "100-1", "100-55", "100-821"})
+  for (const char* f :
+       {"1-1", "55-55", "821-821", "85-85", "85-1", "85-55", "85-821", "100-100", "100-1", "100-55", "100-821"})
     cells.push_back(read_png(dir + "/o/" + f + ".png"));
   EXPECT_TRUE(grid.pixels == make_grid(cells, 4, 3).pixels);
 }
@@ -105,8 +106,8 @@ TEST(CliMix, ConditionalModelsTakeAClassAndErrorsAreClear) {
 TEST(CliInterpolate, FramesStartAndEndOnTheSeeds) {
   const std::string dir = temp_dir("interp");
   const std::string model = write_tiny_model(dir);
-  CliResult g = run_cli({"generate", "--network", model, "--device", "cpu", "--seeds", "3,8", "--trunc", "0.7",
-                         "--outdir", dir + "/g"});
+  CliResult g = run_cli(
+      {"generate", "--network", model, "--device", "cpu", "--seeds", "3,8", "--trunc", "0.7", "--outdir", dir + "/g"});
   ASSERT_EQ(g.status, 0) << describe(g);
   CliResult r = run_cli({"interpolate", "--network", model, "--device", "cpu", "--seeds", "3,8", "--frames", "4",
                          "--trunc", "0.7", "--no-video", "--outdir", dir + "/w"});
@@ -137,9 +138,9 @@ TEST(CliInterpolate, VideoWhenFfmpegIsOnPath) {
   const std::string dir = temp_dir("video");
   const std::string model = write_tiny_model(dir);
   // Without ffmpeg on PATH: the frames, and a note on stderr.
-  CliResult n = run_cli({"interpolate", "--network", model, "--device", "cpu", "--seeds", "1,2", "--frames", "2",
-                         "--outdir", dir + "/n"},
-                        {"PATH=/nonexistent"});
+  CliResult n = run_cli(
+      {"interpolate", "--network", model, "--device", "cpu", "--seeds", "1,2", "--frames", "2", "--outdir", dir + "/n"},
+      {"PATH=/nonexistent"});
   ASSERT_EQ(n.status, 0) << describe(n);
   EXPECT_NE(n.err.find("ffmpeg is not on PATH"), std::string::npos) << n.err;
   EXPECT_TRUE(file_exists(dir + "/n/frame00002.png"));
@@ -195,7 +196,8 @@ TEST(CliCompare, ImagesArraysAndFolders) {
   EXPECT_EQ(run_cli({"compare", dir + "/a/img.png", dir + "/b/img.png", "--max-abs", "1"}).status, 0);
   EXPECT_EQ(run_cli({"compare", dir + "/a/img.png", dir + "/b/img.png", "--min-psnr", "40"}).status, 0);
   // Every given threshold must hold.
-  EXPECT_EQ(run_cli({"compare", dir + "/a/img.png", dir + "/b/img.png", "--max-abs", "1", "--min-psnr", "100"}).status, 1);
+  EXPECT_EQ(run_cli({"compare", dir + "/a/img.png", dir + "/b/img.png", "--max-abs", "1", "--min-psnr", "100"}).status,
+            1);
 
   CliResult npy = run_cli({"compare", dir + "/a/img.npy", dir + "/b/img.npy"});
   EXPECT_EQ(npy.status, 1) << describe(npy);
@@ -238,14 +240,18 @@ TEST(CliCompare, ImagesArraysAndFolders) {
 // sg2 generate; refused options outside --end-to-end.
 TEST(CliBench, EndToEndWritesTheFilesAndNamesTheStages) {
   const std::string dir = test::temp_dir("e2e");
-  test::CliResult r = test::run_cli({"bench", "--end-to-end", "--network", test::source_path("models/digits32/digits32.pkl"),
-                                     "--device", "cpu", "--seeds", "0-9", "--jobs", "2", "--outdir", dir + "/b"});
+  test::CliResult r =
+      test::run_cli({"bench", "--end-to-end", "--network", test::source_path("models/digits32/digits32.pkl"),
+                     "--device", "cpu", "--seeds", "0-9", "--jobs", "2", "--outdir", dir + "/b"});
   ASSERT_EQ(r.status, 0) << test::describe(r);
   EXPECT_NE(r.out.find("10 images (seeds 0-9) on cpu"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("img/s"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("encode"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("the limit is"), std::string::npos) << r.out;
-  ASSERT_EQ(test::run_cli({"generate", "--device", "cpu", "--seeds", "0-9", "--class", "0", "--outdir", dir + "/g", "-q"}).status, 0);
+  ASSERT_EQ(
+      test::run_cli({"generate", "--device", "cpu", "--seeds", "0-9", "--class", "0", "--outdir", dir + "/g", "-q"})
+          .status,
+      0);
   for (int s = 0; s < 10; ++s) {
     const std::string f = "/seed000" + std::to_string(s) + ".png";
     EXPECT_EQ(test::slurp(dir + "/b" + f), test::slurp(dir + "/g" + f)) << f;

@@ -19,8 +19,8 @@ using nlohmann::json;
 
 namespace {
 
-constexpr double kImgTol = 1e-4;     // float images vs the official float32 output
-constexpr double kPngFrac = 0.002;   // PNG: 1 level on at most 0.2 % of the values
+constexpr double kImgTol = 1e-4;    // float images vs the official float32 output
+constexpr double kPngFrac = 0.002;  // PNG: 1 level on at most 0.2 % of the values
 
 std::string psi_text(double psi) {
   std::ostringstream os;
@@ -32,7 +32,8 @@ std::string psi_text(double psi) {
 void check_output(const std::string& dir, const std::string& stem, const std::string& golden_png,
                   const std::string& golden_img, const std::string& label) {
   EXPECT_TRUE(images_near(read_png(dir + "/" + stem + ".png"), read_png(golden_png), kPngFrac, label + " png"));
-  EXPECT_TRUE(tensors_near(read_npy_tensor(dir + "/" + stem + ".npy"), read_npy_tensor(golden_img), kImgTol, label + " img"));
+  EXPECT_TRUE(
+      tensors_near(read_npy_tensor(dir + "/" + stem + ".npy"), read_npy_tensor(golden_img), kImgTol, label + " img"));
 }
 
 class FixtureGoldens : public ::testing::TestWithParam<std::string> {};
@@ -59,17 +60,30 @@ TEST_P(FixtureGoldens, GenerateMatchesTheOfficialImages) {
     const std::string out = temp_dir("g" + std::to_string(n++));
     std::string seeds;
     for (const json& g : goldens) seeds += (seeds.empty() ? "" : ",") + std::to_string(g["seed"].get<int>());
-    std::vector<std::string> args = {"generate", "--network", pkl, "--device", "cpu", "--seeds", seeds, "--trunc",
-                                     psi_text(goldens[0]["psi"].get<double>()), "--noise-mode",
-                                     goldens[0]["noise_mode"].get<std::string>(), "--format", "both", "--outdir", out};
-    if (!goldens[0]["class_idx"].is_null()) args.insert(args.end(), {"--class", std::to_string(goldens[0]["class_idx"].get<int>())});
+    std::vector<std::string> args = {"generate",
+                                     "--network",
+                                     pkl,
+                                     "--device",
+                                     "cpu",
+                                     "--seeds",
+                                     seeds,
+                                     "--trunc",
+                                     psi_text(goldens[0]["psi"].get<double>()),
+                                     "--noise-mode",
+                                     goldens[0]["noise_mode"].get<std::string>(),
+                                     "--format",
+                                     "both",
+                                     "--outdir",
+                                     out};
+    if (!goldens[0]["class_idx"].is_null())
+      args.insert(args.end(), {"--class", std::to_string(goldens[0]["class_idx"].get<int>())});
     CliResult r = run_cli(args);
     ASSERT_EQ(r.status, 0) << c << " " << key << describe(r);
     for (const json& g : goldens) {
       char stem[32];
       std::snprintf(stem, sizeof stem, "seed%04d", g["seed"].get<int>());
-      check_output(out, stem, fixture(c + "/" + g["png"].get<std::string>()), fixture(c + "/" + g["img"].get<std::string>()),
-                   c + " " + g["png"].get<std::string>());
+      check_output(out, stem, fixture(c + "/" + g["png"].get<std::string>()),
+                   fixture(c + "/" + g["img"].get<std::string>()), c + " " + g["png"].get<std::string>());
     }
   }
 }
@@ -88,12 +102,14 @@ TEST_P(FixtureMixGoldens, MixMatchesTheOfficialImages) {
                          "--rows", row, "--cols", col, "--styles", styles, "--trunc", psi_text(sm["psi"].get<double>()),
                          "--noise-mode", sm["noise_mode"].get<std::string>(), "--format", "both", "--outdir", out});
   ASSERT_EQ(r.status, 0) << describe(r);
-  check_output(out, row + "-" + col, fixture(c + "/" + sm["png"].get<std::string>()), fixture(c + "/" + sm["img"].get<std::string>()),
-               c + " mix " + row + "-" + col);
+  check_output(out, row + "-" + col, fixture(c + "/" + sm["png"].get<std::string>()),
+               fixture(c + "/" + sm["img"].get<std::string>()), c + " mix " + row + "-" + col);
   EXPECT_TRUE(tensors_near(read_npy_tensor(out + "/" + row + "-" + row + ".npy"),
-                           read_npy_tensor(fixture(c + "/mix_diag_s" + row + "_img.npy")), kImgTol, c + " diag " + row));
+                           read_npy_tensor(fixture(c + "/mix_diag_s" + row + "_img.npy")), kImgTol,
+                           c + " diag " + row));
   EXPECT_TRUE(tensors_near(read_npy_tensor(out + "/" + col + "-" + col + ".npy"),
-                           read_npy_tensor(fixture(c + "/mix_diag_s" + col + "_img.npy")), kImgTol, c + " diag " + col));
+                           read_npy_tensor(fixture(c + "/mix_diag_s" + col + "_img.npy")), kImgTol,
+                           c + " diag " + col));
   for (const std::string& d : {row + "-" + row, col + "-" + col}) {
     const std::string official = fixture(c + "/mix_" + d + ".png");
     if (file_exists(official)) {
@@ -107,16 +123,19 @@ TEST_P(FixtureMixGoldens, MixMatchesTheOfficialImages) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, FixtureGoldens,
                          ::testing::Values("tiny32", "cond64", "gray32", "tf_sg2_32", "fp16clamp64", "sg3_sg2_32"));
-INSTANTIATE_TEST_SUITE_P(Cases, FixtureMixGoldens, ::testing::Values("tiny32", "tf_sg2_32", "fp16clamp64", "sg3_sg2_32"));
+INSTANTIATE_TEST_SUITE_P(Cases, FixtureMixGoldens,
+                         ::testing::Values("tiny32", "tf_sg2_32", "fp16clamp64", "sg3_sg2_32"));
 
 // TF run_generator convention: --seed-mode tf --trunc 0.5 on the TF pickle.
 TEST(CliGoldens, TfSeedModeMatchesRunGenerator) {
   const std::string out = temp_dir("tfrun");
-  CliResult r = run_cli({"generate", "--network", fixture("tf_sg2_32/network-snapshot.pkl"), "--device", "cpu", "--seeds",
-                         "0,6", "--seed-mode", "tf", "--trunc", "0.5", "--format", "both", "--outdir", out});
+  CliResult r = run_cli({"generate", "--network", fixture("tf_sg2_32/network-snapshot.pkl"), "--device", "cpu",
+                         "--seeds", "0,6", "--seed-mode", "tf", "--trunc", "0.5", "--format", "both", "--outdir", out});
   ASSERT_EQ(r.status, 0) << describe(r);
-  check_output(out, "seed0000", fixture("tf_sg2_32/tfrun_seed0000_psi0.5.png"), fixture("tf_sg2_32/tfrun_s0_psi0.5_img.npy"), "tfrun 0");
-  check_output(out, "seed0006", fixture("tf_sg2_32/tfrun_seed0006_psi0.5.png"), fixture("tf_sg2_32/tfrun_s6_psi0.5_img.npy"), "tfrun 6");
+  check_output(out, "seed0000", fixture("tf_sg2_32/tfrun_seed0000_psi0.5.png"),
+               fixture("tf_sg2_32/tfrun_s0_psi0.5_img.npy"), "tfrun 0");
+  check_output(out, "seed0006", fixture("tf_sg2_32/tfrun_seed0006_psi0.5.png"),
+               fixture("tf_sg2_32/tfrun_s6_psi0.5_img.npy"), "tfrun 6");
 }
 
 // The bundled model, found with nothing else: every digits32 golden (seeds 0-9, class = seed,
@@ -132,7 +151,8 @@ TEST(CliGoldens, BundledDigits32MatchesTheOfficialImages) {
       char stem[64];
       std::snprintf(stem, sizeof stem, "seed%04d_class%d_psi%s", s, s, psi);
       const std::string png = digits32_golden(std::string(stem) + ".png");
-      const std::string img = digits32_golden("img_s" + std::to_string(s) + "_c" + std::to_string(s) + "_psi" + psi + "_const.npy");
+      const std::string img =
+          digits32_golden("img_s" + std::to_string(s) + "_c" + std::to_string(s) + "_psi" + psi + "_const.npy");
       char name[16];
       std::snprintf(name, sizeof name, "seed%04d", s);
       check_output(out, name, png, img, stem);
@@ -147,14 +167,15 @@ TEST(CliGoldens, BundledDigits32MatchesTheOfficialImages) {
 // The README's first command.
 TEST(CliGoldens, DemoCommandWritesTenSevensAndAGrid) {
   const std::string out = temp_dir("demo");
-  CliResult r = run_cli({"generate", "--seeds", "0-9", "--class", "7", "--grid", "10x1", "--device", "cpu", "--outdir", out},
-                        {"SG2_MODEL="});
+  CliResult r =
+      run_cli({"generate", "--seeds", "0-9", "--class", "7", "--grid", "10x1", "--device", "cpu", "--outdir", out},
+              {"SG2_MODEL="});
   ASSERT_EQ(r.status, 0) << describe(r);
   EXPECT_NE(r.out.find("10 images"), std::string::npos) << r.out;
   const Image8 grid = read_png(out + "/grid.png");
   EXPECT_EQ(grid.width, 320);
   EXPECT_EQ(grid.height, 32);
   // seed 7 with class 7 is an official golden.
-  EXPECT_TRUE(images_near(read_png(out + "/seed0007.png"), read_png(digits32_golden("seed0007_class7_psi1.png")), kPngFrac,
-                          "demo seed 7"));
+  EXPECT_TRUE(images_near(read_png(out + "/seed0007.png"), read_png(digits32_golden("seed0007_class7_psi1.png")),
+                          kPngFrac, "demo seed 7"));
 }

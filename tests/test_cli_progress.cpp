@@ -18,7 +18,8 @@ TEST(CliProgress, TheBarMovesWithinOneBatchOnATerminal) {
   const std::string dir = test::temp_dir("cli_progress");
   const std::string model = dir + "/wide256.safetensors";
   // 256 x 256 with up to 256 channels: one batch of 12 takes a few seconds on one core
-  save_model_file(model, make_random_model(make_config(256, 16384, 256, 32, 32, 0, 3, 2, Architecture::skip, 256.0f, 0), 3));
+  save_model_file(model,
+                  make_random_model(make_config(256, 16384, 256, 32, 32, 0, 3, 2, Architecture::skip, 256.0f, 0), 3));
   const std::string out = dir + "/out";
   int master = -1;
   const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);

@@ -74,8 +74,10 @@ inline CliResult run_cli(const std::vector<std::string>& args, const std::vector
   }
   for (const std::string& s : env) {
     const size_t eq = s.find('=');
-    if (eq + 1 == s.size()) vars.erase(s.substr(0, eq));
-    else vars[s.substr(0, eq)] = s.substr(eq + 1);
+    if (eq + 1 == s.size())
+      vars.erase(s.substr(0, eq));
+    else
+      vars[s.substr(0, eq)] = s.substr(eq + 1);
   }
   std::vector<std::string> env_s;
   for (const auto& [k, v] : vars) env_s.push_back(k + "=" + v);

@@ -9,12 +9,12 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "util/file_util.h"
+#include "sg2/convert.h"
 #include "sg2/error.h"
 #include "sg2/generator.h"
 #include "sg2/npy.h"
 #include "test_util.h"
-#include "sg2/convert.h"
+#include "util/file_util.h"
 
 using namespace sg2;
 
@@ -68,7 +68,8 @@ void expect_official_golden(const Model& m, const std::string& prefix) {
   t.psi = 0.7f;
   Tensor ws = gen.map(z_from_seed(0, m.config.z_dim), c, t);
   EXPECT_TRUE(test::tensors_near(ws, read_npy_tensor(ck(prefix + "_s0_ws.npy")), 2e-5, prefix + " ws"));
-  EXPECT_TRUE(test::tensors_near(gen.synthesize(ws), read_npy_tensor(ck(prefix + "_s0_img.npy")), 1e-4, prefix + " img"));
+  EXPECT_TRUE(
+      test::tensors_near(gen.synthesize(ws), read_npy_tensor(ck(prefix + "_s0_img.npy")), 1e-4, prefix + " img"));
 }
 
 }  // namespace
@@ -160,13 +161,14 @@ TEST(ConvertRosinality, LegacyZipAndTrainingLayouts) {
   EXPECT_EQ(train.report.w_avg_samples, 10000);
   EXPECT_TRUE(train.report.warnings.empty());  // the estimate is recorded in the config: a config warning
   ASSERT_EQ(train.report.config_warnings.size(), 1u);
-  EXPECT_NE(train.report.config_warnings[0].find("RandomState(0)"), std::string::npos) << train.report.config_warnings[0];
+  EXPECT_NE(train.report.config_warnings[0].find("RandomState(0)"), std::string::npos)
+      << train.report.config_warnings[0];
   Model no_avg = train.model, zip_no_avg = zip.model;
   no_avg.tensors.erase("mapping.w_avg");
   zip_no_avg.tensors.erase("mapping.w_avg");
   expect_same_tensors(no_avg, zip_no_avg, "training layout");
-  EXPECT_TRUE(test::tensors_near(train.model.at("mapping.w_avg"), read_npy_tensor(ck("rosinality16_train_w_avg.npy")), 2e-5,
-                                 "estimated w_avg vs numpy"));
+  EXPECT_TRUE(test::tensors_near(train.model.at("mapping.w_avg"), read_npy_tensor(ck("rosinality16_train_w_avg.npy")),
+                                 2e-5, "estimated w_avg vs numpy"));
   // The estimate follows the options and is deterministic.
   ConvertOptions o;
   o.w_avg_samples = 100;
@@ -216,8 +218,9 @@ TEST(ConvertInspect, ReportAndJson) {
   EXPECT_EQ(r.noise_buffers.size(), 9u);
   EXPECT_TRUE(r.w_avg_present);
   auto j = nlohmann::json::parse(inspect_to_json(r));
-  for (const char* key : {"family", "img_resolution", "num_ws", "mapping_layers", "c_dim", "img_channels", "channels",
-                          "fp16_resolutions", "conv_clamp", "noise_buffers", "w_avg", "parameter_count", "config", "sha256"})
+  for (const char* key :
+       {"family", "img_resolution", "num_ws", "mapping_layers", "c_dim", "img_channels", "channels", "fp16_resolutions",
+        "conv_clamp", "noise_buffers", "w_avg", "parameter_count", "config", "sha256"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["conv_clamp"].get<double>(), 256.0);
   EXPECT_EQ(j["channels"]["64"].get<int>(), 16);

@@ -261,15 +261,19 @@ TEST(CpuBackend, ThreadPoolIsPersistentRunsEveryUnitOnceAndRethrows) {
   }
   for (const auto& id : run_ids) EXPECT_TRUE(init_ids.count(id)) << "a unit ran on a thread the pool did not start";
   EXPECT_FALSE(run_ids.count(std::this_thread::get_id()));
-  EXPECT_THROW(pool.run(10, [](int64_t u, int) {
-    if (u == 4) fail(ErrorKind::internal, "unit 4");
-  }), Error);
+  EXPECT_THROW(pool.run(10,
+                        [](int64_t u, int) {
+                          if (u == 4) fail(ErrorKind::internal, "unit 4");
+                        }),
+               Error);
   std::atomic<int> after{0};
   pool.run(5, [&](int64_t, int) { after++; });  // still usable
   EXPECT_EQ(after.load(), 5);
-  EXPECT_THROW(cpu::ThreadPool(2, [](int w) {
-    if (w == 1) fail(ErrorKind::internal, "init");
-  }), Error);
+  EXPECT_THROW(cpu::ThreadPool(2,
+                               [](int w) {
+                                 if (w == 1) fail(ErrorKind::internal, "init");
+                               }),
+               Error);
   EXPECT_EQ(cpu::resolve_threads(3), 3);
   EXPECT_GE(cpu::resolve_threads(0), 1);
   EXPECT_THROW(cpu::resolve_threads(-2), Error);

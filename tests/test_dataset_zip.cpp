@@ -271,14 +271,19 @@ TEST(DatasetZip, RefusesBadNamesAndPaths) {
 // that are not PNG, --save-ws and --grid are refused.
 TEST(DatasetZip, GenerateWritesTheDatasetToolLayout) {
   const std::string dir = test::temp_dir("genzip");
-  ASSERT_EQ(test::run_cli({"generate", "--device", "cpu", "--seeds", "5-11", "--class", "2", "--outdir", dir + "/files", "-q"}).status, 0);
-  test::CliResult r = test::run_cli({"generate", "--device", "cpu", "--seeds", "5-11", "--class", "2", "--outdir", dir + "/set.zip", "-q"});
+  ASSERT_EQ(test::run_cli(
+                {"generate", "--device", "cpu", "--seeds", "5-11", "--class", "2", "--outdir", dir + "/files", "-q"})
+                .status,
+            0);
+  test::CliResult r = test::run_cli(
+      {"generate", "--device", "cpu", "--seeds", "5-11", "--class", "2", "--outdir", dir + "/set.zip", "-q"});
   ASSERT_EQ(r.status, 0) << test::describe(r);
   Manifest m;
   std::string labels;
   for (int i = 0; i < 7; ++i) {
     const std::string name = dataset_image_name(uint64_t(i));
-    m.add(name, detail::read_file(dir + "/files/seed" + std::string(i + 5 < 10 ? "000" : "00") + std::to_string(i + 5) + ".png"));
+    m.add(name, detail::read_file(dir + "/files/seed" + std::string(i + 5 < 10 ? "000" : "00") + std::to_string(i + 5) +
+                                  ".png"));
   }
   m.add("dataset.json", dataset_json(0, 7, 2));
   const test::CliResult check = check_with_python(dir + "/set.zip", m.save(dir + "/set.manifest"), {"--images"});
@@ -294,7 +299,8 @@ TEST(DatasetZip, GenerateWritesTheDatasetToolLayout) {
   for (int i = 0; i < 7; ++i) {
     Manifest& p = i < 4 ? p0 : p1;
     p.add(dataset_image_name(uint64_t(i)),
-          detail::read_file(dir + "/files/seed" + std::string(i + 5 < 10 ? "000" : "00") + std::to_string(i + 5) + ".png"));
+          detail::read_file(dir + "/files/seed" + std::string(i + 5 < 10 ? "000" : "00") + std::to_string(i + 5) +
+                            ".png"));
   }
   p0.add("dataset.json", dataset_json(0, 4, 2));
   p1.add("dataset.json", dataset_json(4, 3, 2));
@@ -302,7 +308,8 @@ TEST(DatasetZip, GenerateWritesTheDatasetToolLayout) {
   EXPECT_EQ(check_with_python(dir + "/part-shard1of2.zip", p1.save(dir + "/p1"), {"--images"}).status, 0);
   for (const std::vector<std::string>& extra :
        {std::vector<std::string>{"--format", "npy"}, {"--format", "u8npy"}, {"--save-ws"}, {"--grid", "7x1"}}) {
-    std::vector<std::string> args = {"generate", "--device", "cpu", "--seeds", "5-11", "--class", "2", "--outdir", dir + "/bad.zip"};
+    std::vector<std::string> args = {"generate", "--device", "cpu",      "--seeds",       "5-11",
+                                     "--class",  "2",        "--outdir", dir + "/bad.zip"};
     args.insert(args.end(), extra.begin(), extra.end());
     r = test::run_cli(args);
     EXPECT_EQ(r.status, 2) << test::describe(r);

@@ -4,7 +4,8 @@
 // tests/data/official_extra (resnet, orig, RGBA, gray, cutoff, asymmetric filter) and
 // models/digits32 is converted from its checkpoint with sg2::convert_checkpoint, run with
 // sg2::Generator on the CPU (the default oneDNN path; digits32 also on the reference ops of
-// kernels/ref, the oracle test_cpu_backend.cpp compares the oneDNN path with), and compared with every golden its manifest lists:
+// kernels/ref, the oracle test_cpu_backend.cpp compares the oneDNN path with), and compared with every golden its
+// manifest lists:
 //   ws (mapping with psi and cutoff) within 2e-5, images within 1e-4 (noise const and none),
 //   PNGs at most 1 level apart on at most 0.2 % of the values, debug intermediates within
 //   1e-4 + 1e-5 |ref|, W+ input, style mixing, the TF run_generator noise convention (tfrun_*),
@@ -16,11 +17,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "sg2/convert.h"
 #include "sg2/generator.h"
 #include "sg2/image.h"
 #include "sg2/npy.h"
 #include "test_util.h"
-#include "sg2/convert.h"
 
 using namespace sg2;
 using json = nlohmann::json;
@@ -49,7 +50,8 @@ std::string str_or(const json& j, const char* key, const std::string& def = "") 
 Truncation trunc_of(const json& g, const char* key = "psi") {
   Truncation t;
   if (g.contains(key) && g[key].is_number()) t.psi = g[key].get<float>();
-  if (g.contains("truncation_cutoff") && g["truncation_cutoff"].is_number_integer()) t.cutoff = g["truncation_cutoff"].get<int>();
+  if (g.contains("truncation_cutoff") && g["truncation_cutoff"].is_number_integer())
+    t.cutoff = g["truncation_cutoff"].get<int>();
   return t;
 }
 
@@ -138,9 +140,11 @@ TEST_P(NvlabsGoldens, ConvertedModelReproducesEveryGolden) {
       const Tensor golden_img = read_npy_tensor(dir + g["img"].get<std::string>());
       EXPECT_TRUE(test::tensors_near(img, golden_img, kImgTol, label));
       // W+ input: the golden ws themselves, straight into synthesis.
-      EXPECT_TRUE(test::tensors_near(gen.synthesize(golden_ws, noise_of(str_or(g, "noise_mode"))), golden_img, kImgTol, label + " from W+"));
+      EXPECT_TRUE(test::tensors_near(gen.synthesize(golden_ws, noise_of(str_or(g, "noise_mode"))), golden_img, kImgTol,
+                                     label + " from W+"));
       if (g.contains("png") && g["png"].is_string()) {
-        EXPECT_TRUE(test::images_near(to_image8(img, 0), read_png(dir + g["png"].get<std::string>()), kPngFrac, label + " png"));
+        EXPECT_TRUE(test::images_near(to_image8(img, 0), read_png(dir + g["png"].get<std::string>()), kPngFrac,
+                                      label + " png"));
       }
     } else if (type == "style_mixing") {
       // style_mixing.py: w = w_avg + (mapping(z) - w_avg) * psi, rows col_styles from the column seed.
@@ -153,11 +157,14 @@ TEST_P(NvlabsGoldens, ConvertedModelReproducesEveryGolden) {
       EXPECT_TRUE(test::tensors_near(mixed, read_npy_tensor(dir + g["ws"].get<std::string>()), kWsTol, label + " ws"));
       Tensor img = gen.synthesize(mixed, noise_of(str_or(g, "noise_mode")));
       EXPECT_TRUE(test::tensors_near(img, read_npy_tensor(dir + g["img"].get<std::string>()), kImgTol, label));
-      EXPECT_TRUE(test::images_near(to_image8(img, 0), read_png(dir + g["png"].get<std::string>()), kPngFrac, label + " png"));
+      EXPECT_TRUE(
+          test::images_near(to_image8(img, 0), read_png(dir + g["png"].get<std::string>()), kPngFrac, label + " png"));
       Tensor diag = gen.synthesize(all_w, noise_of(str_or(g, "noise_mode")));  // the batched diagonal call
       const std::string kr = "diag_" + std::to_string(row) + "_img", kc = "diag_" + std::to_string(col) + "_img";
-      EXPECT_TRUE(test::tensors_near(diag.slice0(0, 1), read_npy_tensor(dir + g[kr].get<std::string>()), kImgTol, label + " diag row"));
-      EXPECT_TRUE(test::tensors_near(diag.slice0(1, 2), read_npy_tensor(dir + g[kc].get<std::string>()), kImgTol, label + " diag col"));
+      EXPECT_TRUE(test::tensors_near(diag.slice0(0, 1), read_npy_tensor(dir + g[kr].get<std::string>()), kImgTol,
+                                     label + " diag row"));
+      EXPECT_TRUE(test::tensors_near(diag.slice0(1, 2), read_npy_tensor(dir + g[kc].get<std::string>()), kImgTol,
+                                     label + " diag col"));
     } else if (type == "tf_run_generator") {
       // run_generator.py: z, then one noise draw per noise variable, from the same RandomState.
       const uint32_t seed = g["seed"].get<uint32_t>();
@@ -168,13 +175,15 @@ TEST_P(NvlabsGoldens, ConvertedModelReproducesEveryGolden) {
       ASSERT_EQ(files.size(), in.noise_maps.size());
       for (size_t k = 0; k < files.size(); ++k) {
         Tensor ref = read_z(dir + files[k].get<std::string>());
-        EXPECT_TRUE(test::tensors_near(in.noise_maps[k], ref.reshaped(in.noise_maps[k].shape()), 0, label + " noise" + std::to_string(k)));
+        EXPECT_TRUE(test::tensors_near(in.noise_maps[k], ref.reshaped(in.noise_maps[k].shape()), 0,
+                                       label + " noise" + std::to_string(k)));
       }
       NoiseSpec noise;
       noise.maps = {in.noise_maps};
       Tensor img = gen.synthesize(gen.map(in.z, Tensor(), trunc_of(g)), noise);
       EXPECT_TRUE(test::tensors_near(img, read_npy_tensor(dir + g["img"].get<std::string>()), kImgTol, label));
-      EXPECT_TRUE(test::images_near(to_image8(img, 0), read_png(dir + g["png"].get<std::string>()), kPngFrac, label + " png"));
+      EXPECT_TRUE(
+          test::images_near(to_image8(img, 0), read_png(dir + g["png"].get<std::string>()), kPngFrac, label + " png"));
     } else {
       ADD_FAILURE() << cs.name << ": unknown golden type " << type;
     }
@@ -187,7 +196,8 @@ TEST_P(NvlabsGoldens, ConvertedModelReproducesEveryGolden) {
     const std::string dump = test::temp_dir(cs.name + "_dump");
     Generator dbg(model, cpu(dump));
     Tensor c;
-    if (d.contains("class_idx") && d["class_idx"].is_number_integer()) c = one_hot({d["class_idx"].get<int>()}, cfg.c_dim);
+    if (d.contains("class_idx") && d["class_idx"].is_number_integer())
+      c = one_hot({d["class_idx"].get<int>()}, cfg.c_dim);
     Truncation t;
     t.psi = d["psi"].get<float>();
     dbg.generate(z_from_seed(d["seed"].get<uint32_t>(), cfg.z_dim), c, t, noise_of(str_or(d, "noise_mode")));
@@ -197,7 +207,8 @@ TEST_P(NvlabsGoldens, ConvertedModelReproducesEveryGolden) {
       for (float v : b.vec()) peak = std::max(peak, double(std::fabs(v)));
       EXPECT_TRUE(test::tensors_near(a, b, kImgTol + 1e-5 * peak, cs.name + " debug " + mine));
     };
-    for (const json& l : d["mapping"]) compare("mapping_fc" + std::to_string(l["layer"].get<int>()) + ".npy", l["out"].get<std::string>());
+    for (const json& l : d["mapping"])
+      compare("mapping_fc" + std::to_string(l["layer"].get<int>()) + ".npy", l["out"].get<std::string>());
     for (const json& b : d["blocks"]) {
       const std::string tag = "b" + std::to_string(b["res"].get<int>());
       compare(tag + "_x.npy", b["x"].get<std::string>());
@@ -226,7 +237,8 @@ void check_digits32(const GeneratorOptions& options) {
     EXPECT_TRUE(test::tensors_near(ws, read_npy_tensor(dir + g["ws"].get<std::string>()), kWsTol, label + " ws"));
     Tensor img = gen.synthesize(ws, noise_of(g["noise_mode"].get<std::string>()));
     EXPECT_TRUE(test::tensors_near(img, read_npy_tensor(dir + g["img"].get<std::string>()), kImgTol, label));
-    EXPECT_TRUE(test::images_near(to_image8(img, 0), read_png(dir + g["png"].get<std::string>()), kPngFrac, label + " png"));
+    EXPECT_TRUE(
+        test::images_near(to_image8(img, 0), read_png(dir + g["png"].get<std::string>()), kPngFrac, label + " png"));
   }
 }
 
@@ -264,7 +276,8 @@ TEST(RosinalityGoldens, ConvertedModelReproducesEveryCall) {
       std::vector<int> rows;
       for (int r = k; r < cfg.num_ws; ++r) rows.push_back(r);
       Tensor latents = splice(ws1, ws2, rows);
-      EXPECT_TRUE(test::tensors_near(latents, read_npy_tensor(dir + g["latents"].get<std::string>()), kWsTol, label + " latents"));
+      EXPECT_TRUE(test::tensors_near(latents, read_npy_tensor(dir + g["latents"].get<std::string>()), kWsTol,
+                                     label + " latents"));
       img = gen.synthesize(latents);
     } else {
       const int seed = g["seed"].get<int>();
@@ -277,7 +290,8 @@ TEST(RosinalityGoldens, ConvertedModelReproducesEveryCall) {
       EXPECT_TRUE(test::tensors_near(ws, read_npy_tensor(dir + "latents" + tag + ".npy"), kWsTol, label + " latents"));
       if (trunc >= 1) {
         Tensor w = read_npy_tensor(dir + "w_s" + std::to_string(seed) + ".npy");
-        EXPECT_TRUE(test::tensors_near(ws.slice0(0, 1).reshaped({cfg.num_ws, cfg.w_dim}).slice0(0, 1), w, kWsTol, label + " w"));
+        EXPECT_TRUE(test::tensors_near(ws.slice0(0, 1).reshaped({cfg.num_ws, cfg.w_dim}).slice0(0, 1), w, kWsTol,
+                                       label + " w"));
       }
       NoiseSpec noise;
       if (call.find("zeros") != std::string::npos) {
@@ -286,14 +300,16 @@ TEST(RosinalityGoldens, ConvertedModelReproducesEveryCall) {
         std::vector<Tensor> maps;
         const auto layers = noise_layers(cfg);
         for (size_t l = 0; l < g["noise"].size(); ++l)
-          maps.push_back(read_npy_tensor(dir + g["noise"][l].get<std::string>()).reshaped({layers[l].resolution, layers[l].resolution}));
+          maps.push_back(read_npy_tensor(dir + g["noise"][l].get<std::string>())
+                             .reshaped({layers[l].resolution, layers[l].resolution}));
         noise.maps = {maps};
       }
       img = gen.synthesize(ws, noise);
     }
     EXPECT_TRUE(test::tensors_near(img, read_npy_tensor(dir + g["img"].get<std::string>()), kImgTol, label));
     if (g.contains("png") && g["png"].is_string()) {
-      EXPECT_TRUE(test::images_near(rosinality_image8(img), read_png(dir + g["png"].get<std::string>()), kPngFrac, label + " png"));
+      EXPECT_TRUE(test::images_near(rosinality_image8(img), read_png(dir + g["png"].get<std::string>()), kPngFrac,
+                                    label + " png"));
     }
     ++checked;
   }

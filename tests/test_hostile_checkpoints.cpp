@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "sg2/error.h"
+#include "sg2/model.h"
 #include "test_util.h"
 #include "weights_tools/checkpoint.h"
-#include "sg2/model.h"
 #include "weights_tools/families.h"
 #include "weights_tools/pickle.h"
 #include "weights_tools/pickle_access.h"
@@ -23,20 +23,43 @@ using namespace std::string_literals;
 
 namespace {
 
-std::string le32(uint32_t v) { return std::string{char(v & 255), char((v >> 8) & 255), char((v >> 16) & 255), char(v >> 24)}; }
+std::string le32(uint32_t v) {
+  return std::string{char(v & 255), char((v >> 8) & 255), char((v >> 16) & 255), char(v >> 24)};
+}
 std::string le16(uint16_t v) { return std::string{char(v & 255), char(v >> 8)}; }
 std::string le64(uint64_t v) { return le32(uint32_t(v)) + le32(uint32_t(v >> 32)); }
 
 /// A few pickle opcodes (protocol 2), enough to write checkpoints by hand.
 struct PickleWriter {
   std::string b = "\x80\x02"s;
-  PickleWriter& str(const std::string& s) { b += "X" + le32(uint32_t(s.size())) + s; return *this; }
-  PickleWriter& op(const std::string& o) { b += o; return *this; }
-  PickleWriter& global(const std::string& module, const std::string& name) { b += "c" + module + "\n" + name + "\n"; return *this; }
-  PickleWriter& put(uint32_t i) { b += "r" + le32(i); return *this; }
-  PickleWriter& get(uint32_t i) { b += "j" + le32(i); return *this; }
-  PickleWriter& integer(int32_t v) { b += "J" + le32(uint32_t(v)); return *this; }
-  PickleWriter& long1(uint64_t v) { b += "\x8a\x08"s + le64(v); return *this; }  // v < 2^63
+  PickleWriter& str(const std::string& s) {
+    b += "X" + le32(uint32_t(s.size())) + s;
+    return *this;
+  }
+  PickleWriter& op(const std::string& o) {
+    b += o;
+    return *this;
+  }
+  PickleWriter& global(const std::string& module, const std::string& name) {
+    b += "c" + module + "\n" + name + "\n";
+    return *this;
+  }
+  PickleWriter& put(uint32_t i) {
+    b += "r" + le32(i);
+    return *this;
+  }
+  PickleWriter& get(uint32_t i) {
+    b += "j" + le32(i);
+    return *this;
+  }
+  PickleWriter& integer(int32_t v) {
+    b += "J" + le32(uint32_t(v));
+    return *this;
+  }
+  PickleWriter& long1(uint64_t v) {
+    b += "\x8a\x08"s + le64(v);
+    return *this;
+  }  // v < 2^63
   /// An object made the plain way (NEWOBJ of a class, then BUILD with the dict on the stack).
   PickleWriter& new_object(const std::string& module, const std::string& name) {
     global(module, name);
@@ -94,7 +117,14 @@ TEST(HostileCheckpoints, SharedTensorFlowComponentsAreVisitedOnce) {
   p.op("}").str("Gs");
   for (int level = 0; level <= 4; ++level) {
     p.new_object("dnnlib.tflib.network", "Network").op("}(");
-    p.str("name").str(level == 4 ? "Gs" : "c").str("version").integer(4).str("variables").op("]").str("static_kwargs").op("}");
+    p.str("name")
+        .str(level == 4 ? "Gs" : "c")
+        .str("version")
+        .integer(4)
+        .str("variables")
+        .op("]")
+        .str("static_kwargs")
+        .op("}");
     p.str("components").op("}");
     if (level > 0) {
       p.op("(");
@@ -118,7 +148,8 @@ namespace {
 
 /// A legacy torch.save stream of one float32 tensor `t` with the given size and stride over a
 /// storage of `storage_elements` floats (all zero).
-std::string legacy_torch(const std::vector<uint64_t>& size, const std::vector<uint64_t>& stride, uint64_t storage_elements) {
+std::string legacy_torch(const std::vector<uint64_t>& size, const std::vector<uint64_t>& stride,
+                         uint64_t storage_elements) {
   const std::string magic = "\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19."s;
   const std::string version = "\x80\x02M\xe9\x03."s;
   const std::string info = "\x80\x02}."s;
@@ -130,7 +161,9 @@ std::string legacy_torch(const std::vector<uint64_t>& size, const std::vector<ui
   o.op("t(");
   for (uint64_t d : stride) o.long1(d);
   o.op("t\x89").global("collections", "OrderedDict").op(")R").op("tR").op("s");
-  const std::string keys = "\x80\x02]X\x01\x00\x00\x00" "0a."s;
+  const std::string keys =
+      "\x80\x02]X\x01\x00\x00\x00"
+      "0a."s;
   return magic + version + info + o.done() + keys + le64(storage_elements) + std::string(storage_elements * 4, '\0');
 }
 
@@ -153,7 +186,8 @@ std::string read_tensor_error(const std::string& bytes, const std::string& name)
 TEST(HostileCheckpoints, StrideZeroExpandIsChargedWithoutWrapping) {
   const std::string ok = legacy_torch({2, 3}, {0, 0}, 1);
   EXPECT_EQ(read_tensor_error(ok, "expand_small.pt"), "");  // a real expand: fine
-  const std::string msg = read_tensor_error(legacy_torch({uint64_t(1) << 31, uint64_t(1) << 31}, {0, 0}, 1), "expand.pt");
+  const std::string msg =
+      read_tensor_error(legacy_torch({uint64_t(1) << 31, uint64_t(1) << 31}, {0, 0}, 1), "expand.pt");
   EXPECT_EQ(msg.rfind("expand.pt", 0), 0u) << msg;
   EXPECT_NE(msg.find("decoding it would need more than"), std::string::npos) << msg;
 }
@@ -165,7 +199,13 @@ namespace {
 std::string numpy_pickle(const std::vector<uint64_t>& shape, bool fortran, const std::string& raw) {
   PickleWriter p;
   p.op("}").str("a");
-  p.global("numpy.core.multiarray", "_reconstruct").global("numpy", "ndarray").integer(0).op("\x85").op("C\x01" "b").op("\x87R");
+  p.global("numpy.core.multiarray", "_reconstruct")
+      .global("numpy", "ndarray")
+      .integer(0)
+      .op("\x85")
+      .op("C\x01"
+          "b")
+      .op("\x87R");
   p.op("(").integer(1).op("(");
   for (uint64_t d : shape) p.long1(d);
   p.op("t").global("numpy", "dtype").str("f4").integer(0).integer(1).op("\x87R");
@@ -188,7 +228,9 @@ TEST(HostileCheckpoints, NumpyArraySizesAreChecked) {
   EXPECT_EQ(err(numpy_pickle({2}, false, std::string(8, '\0'))), "");
   // (2^31, 2^31) float32 from an empty buffer: 2^62 * 4 bytes wraps to 0 in 64 bits.
   std::string msg = err(numpy_pickle({uint64_t(1) << 31, uint64_t(1) << 31}, false, ""));
-  EXPECT_NE(msg.find("np.pkl: tensor 'a': numpy array [2147483648, 2147483648] of float32 holds 0 bytes"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("np.pkl: tensor 'a': numpy array [2147483648, 2147483648] of float32 holds 0 bytes"),
+            std::string::npos)
+      << msg;
   // Fortran order with dimensions whose product overflows: refused before any stride is formed.
   msg = err(numpy_pickle({uint64_t(1) << 40, uint64_t(1) << 40, uint64_t(1) << 40}, true, ""));
   EXPECT_NE(msg.find("impossibly large"), std::string::npos) << msg;
@@ -210,8 +252,9 @@ struct ZipWriter {
     central(name, crc, uint32_t(data.size()), offset);
   }
   void central(const std::string& name, uint32_t crc, uint32_t size, uint32_t offset) {
-    directory += le32(0x02014b50) + le16(20) + le16(20) + le16(0) + le16(0) + le32(0) + le32(crc) + le32(size) + le32(size) +
-                 le16(uint16_t(name.size())) + le16(0) + le16(0) + le16(0) + le16(0) + le32(0) + le32(offset) + name;
+    directory += le32(0x02014b50) + le16(20) + le16(20) + le16(0) + le16(0) + le32(0) + le32(crc) + le32(size) +
+                 le32(size) + le16(uint16_t(name.size())) + le16(0) + le16(0) + le16(0) + le16(0) + le32(0) +
+                 le32(offset) + name;
     ++count;
   }
   std::string done() const {
@@ -232,14 +275,29 @@ TEST(HostileCheckpoints, ManyStoragesCostOneLookupEach) {
   for (int i = 0; i < kStorages; ++i) {
     const bool first = i == 0;
     p.str("t" + std::to_string(i));
-    if (first) p.global("torch._utils", "_rebuild_tensor_v2").put(0); else p.get(0);
+    if (first)
+      p.global("torch._utils", "_rebuild_tensor_v2").put(0);
+    else
+      p.get(0);
     p.op("(").op("(");
-    if (first) p.str("storage").put(2).global("torch", "FloatStorage").put(1); else p.get(2).get(1);
+    if (first)
+      p.str("storage").put(2).global("torch", "FloatStorage").put(1);
+    else
+      p.get(2).get(1);
     p.str(std::to_string(i));
-    if (first) p.str("cpu").put(3).integer(1).put(4); else p.get(3).get(4);
+    if (first)
+      p.str("cpu").put(3).integer(1).put(4);
+    else
+      p.get(3).get(4);
     p.op("tQ");
-    if (first) p.integer(0).put(5).get(4).op("\x85").put(6).get(6).op("\x89").put(7); else p.get(5).get(6).get(6).get(7);
-    if (first) p.global("collections", "OrderedDict").op(")R").put(8); else p.get(8);
+    if (first)
+      p.integer(0).put(5).get(4).op("\x85").put(6).get(6).op("\x89").put(7);
+    else
+      p.get(5).get(6).get(6).get(7);
+    if (first)
+      p.global("collections", "OrderedDict").op(")R").put(8);
+    else
+      p.get(8);
     p.op("tR");
     if (i % 1000 == 999) p.op("u(");  // SETITEMS in batches of 1000, as pickle does
   }
@@ -273,7 +331,8 @@ TEST(HostileCheckpoints, EntriesSharingOneRegionAreRefused) {
     ADD_FAILURE() << "overlapping entries accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::bad_file);
-    EXPECT_NE(std::string(e.what()).find("overlap.pt: corrupt zip archive: entries 'archive/data/"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("overlap.pt: corrupt zip archive: entries 'archive/data/"), std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("overlap at byte 0"), std::string::npos) << e.what();
   }
 }
@@ -295,8 +354,9 @@ TEST(HostileCheckpoints, HugeSafetensorsHeadersAreBounded) {
     load_model_file(path);
     ADD_FAILURE();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("h.safetensors: not a model file: the safetensors header is too large: its parsed form would "
-                                         "need more than 64 MiB"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "h.safetensors: not a model file: the safetensors header is too large: its parsed form would "
+                  "need more than 64 MiB"),
               std::string::npos)
         << e.what();
   }
@@ -311,7 +371,8 @@ TEST(HostileCheckpoints, LongTextIntegersAreNotConvertedWhileReading) {
   bytes += "l.";
   pickle::Budget budget = pickle::Budget::for_file_size(bytes.size(), "ints.pkl");
   pickle::Document doc(&budget);
-  const pickle::Node* root = pickle::parse(doc, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 0, "ints.pkl");
+  const pickle::Node* root =
+      pickle::parse(doc, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 0, "ints.pkl");
   ASSERT_EQ(root->items.size(), 1000u);
   for (const pickle::Node* n : root->items) {
     ASSERT_EQ(n->kind, pickle::Kind::big_integer);
@@ -336,7 +397,8 @@ TEST(HostileCheckpoints, NamesFromCheckpointsAreEscaped) {
   PickleWriter p;
   p.op("}").str("g_ema").op("}").str("\x1b]0;owned\x07\n.iwt.x").integer(0).op("s").op("s");
   const std::string msg = error_of(p.done(), "escape.pt");
-  EXPECT_NE(msg.find("unsupported: a SWAGAN (wavelet) generator (\\x1b]0;owned\\x07\\x0a.iwt.x)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unsupported: a SWAGAN (wavelet) generator (\\x1b]0;owned\\x07\\x0a.iwt.x)"), std::string::npos)
+      << msg;
   EXPECT_EQ(msg.find('\x1b'), std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
 }

@@ -8,13 +8,13 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "util/file_util.h"
+#include "sg2/convert.h"
 #include "sg2/error.h"
 #include "sg2/model.h"
 #include "sg2/npy.h"
 #include "sg2/random_model.h"
 #include "test_util.h"
-#include "sg2/convert.h"
+#include "util/file_util.h"
 
 using namespace sg2;
 using json = nlohmann::json;
@@ -95,14 +95,15 @@ TEST(HostileModelFiles, DeepJsonNestingIsAnErrorNotAStackOverflow) {
   h.header["mapping.w_avg"]["shape"] = "@SHAPE@";
   std::string text = h.header.dump();
   text.replace(text.find("\"@SHAPE@\""), 9, nested_arrays(100000));
-  expect_clean_refusal(load_bytes(ModelBytes::file(text, h.data), "deep_header"), "safetensors header nests deeper than 32 levels",
-                       "deep header");
+  expect_clean_refusal(load_bytes(ModelBytes::file(text, h.data), "deep_header"),
+                       "safetensors header nests deeper than 32 levels", "deep header");
   // Nested within the limit in a numeric field, and a megabyte string there: described, not printed.
   ModelBytes n;
   json c2 = n.config();
   c2["z_dim"] = json::parse(nested_arrays(20));
   n.set_config(c2);
-  expect_clean_refusal(load_bytes(n.file(), "nested_zdim"), "'z_dim' is not an integer in range: an array of 1 values", "nested z_dim");
+  expect_clean_refusal(load_bytes(n.file(), "nested_zdim"), "'z_dim' is not an integer in range: an array of 1 values",
+                       "nested z_dim");
   c2["z_dim"] = std::string(1 << 20, '7');
   n.set_config(c2);
   expect_clean_refusal(load_bytes(n.file(), "long_zdim"), "'z_dim' is not an integer in range: '7777777", "long z_dim");
@@ -112,9 +113,11 @@ TEST(HostileModelFiles, DeepJsonNestingIsAnErrorNotAStackOverflow) {
 TEST(HostileModelFiles, AbsurdShapesWithEmptyRangesAreRefused) {
   ModelBytes m;
   m.header["giant"] = {{"dtype", "F32"}, {"shape", {uint64_t(1) << 32, uint64_t(1) << 30}}, {"data_offsets", {0, 0}}};
-  expect_clean_refusal(load_bytes(m.file(), "giant"), "0 bytes do not hold F32 [4294967296, 1073741824]", "[2^32, 2^30]");
+  expect_clean_refusal(load_bytes(m.file(), "giant"), "0 bytes do not hold F32 [4294967296, 1073741824]",
+                       "[2^32, 2^30]");
   ModelBytes f;
-  f.header["giant16"] = {{"dtype", "F16"}, {"shape", {uint64_t(1) << 32, uint64_t(1) << 31, 2}}, {"data_offsets", {0, 0}}};
+  f.header["giant16"] = {
+      {"dtype", "F16"}, {"shape", {uint64_t(1) << 32, uint64_t(1) << 31, 2}}, {"data_offsets", {0, 0}}};
   expect_clean_refusal(load_bytes(f.file(), "giant16"), "do not hold F16", "[2^32, 2^31, 2] F16");
   // A zero-element tensor loads (and is then reported as unexpected), nothing is copied from it.
   ModelBytes z;
@@ -202,13 +205,15 @@ TEST(HostileModelFiles, MessagesQuoteAFewNamesAndShortNumbers) {
   std::string cfg_text = c.dump();
   cfg_text.replace(cfg_text.find("\"@NUM@\""), 7, std::string(5000, '9'));
   n.header["__metadata__"]["config"] = cfg_text;
-  expect_clean_refusal(load_bytes(n.file(), "digits"), "model config is not valid JSON (a number beyond the range of a double)",
+  expect_clean_refusal(load_bytes(n.file(), "digits"),
+                       "model config is not valid JSON (a number beyond the range of a double)",
                        "5000 digits in the config");
   c["z_dim"] = "@NUM@";
   cfg_text = c.dump();
   cfg_text.replace(cfg_text.find("\"@NUM@\""), 7, std::string(300, '9'));  // a double, not an integer
   n.header["__metadata__"]["config"] = cfg_text;
-  expect_clean_refusal(load_bytes(n.file(), "digits300"), "'z_dim' is not an integer in range: 1e+300", "300 digits in the config");
+  expect_clean_refusal(load_bytes(n.file(), "digits300"), "'z_dim' is not an integer in range: 1e+300",
+                       "300 digits in the config");
   const std::string dir = test::temp_dir("npy_digits");
   std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::string(5000, '9') + ",), }";
   header.append(64 - (10 + header.size() + 1) % 64, ' ');
@@ -233,7 +238,8 @@ TEST(HostileModelFiles, NpyShapesAreCheckedBeforeAnyArithmetic) {
     std::string header = "{'descr': '<f4', 'fortran_order': " + fortran + ", 'shape': " + shape + ", }";
     header.append(64 - (10 + header.size() + 1) % 64, ' ');
     header += '\n';
-    const std::string bytes = std::string("\x93NUMPY\x01\x00", 8) + char(header.size() & 255) + char(header.size() >> 8) + header;
+    const std::string bytes =
+        std::string("\x93NUMPY\x01\x00", 8) + char(header.size() & 255) + char(header.size() >> 8) + header;
     detail::write_file_atomic(dir + "/" + name, bytes.data(), bytes.size());
     try {
       read_npy_tensor(dir + "/" + name);
@@ -243,10 +249,12 @@ TEST(HostileModelFiles, NpyShapesAreCheckedBeforeAnyArithmetic) {
     }
     return std::string();
   };
-  EXPECT_NE(npy("big.npy", "False", "(2147483648, 2147483648)").find("big.npy: .npy payload of 0 bytes is shorter than its shape"),
+  EXPECT_NE(npy("big.npy", "False", "(2147483648, 2147483648)")
+                .find("big.npy: .npy payload of 0 bytes is shorter than its shape"),
             std::string::npos);
   EXPECT_NE(npy("fortran.npy", "True", "(4294967296, 4294967296, 4294967296)").find("fortran.npy: .npy payload"),
             std::string::npos);
-  EXPECT_NE(npy("huge.npy", "True", "(99999999999999999999, 2)").find("huge.npy: malformed .npy shape"), std::string::npos);
+  EXPECT_NE(npy("huge.npy", "True", "(99999999999999999999, 2)").find("huge.npy: malformed .npy shape"),
+            std::string::npos);
   EXPECT_EQ(npy("zero.npy", "True", "(0, 4294967296, 4294967296)"), "");  // no elements: fine
 }

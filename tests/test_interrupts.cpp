@@ -91,7 +91,8 @@ Interrupted interrupt_while_writing(const std::vector<std::string>& args, const 
 TEST(Interrupts, ConvertRemovesItsTemporaryFileOnSigint) {
   const std::string dir = temp_dir("int_convert");
   const std::string out = dir + "/m.safetensors";
-  Interrupted r = interrupt_while_writing({"convert", source_path("tests/data/checkpoints/ada_base16.pkl"), out}, out, SIGINT);
+  Interrupted r =
+      interrupt_while_writing({"convert", source_path("tests/data/checkpoints/ada_base16.pkl"), out}, out, SIGINT);
   ASSERT_TRUE(r.blocked_in_write) << "the child never reached the write";
   EXPECT_TRUE(r.killed_by_signal);
   EXPECT_EQ(r.signal, SIGINT);
@@ -107,9 +108,9 @@ TEST(Interrupts, GenerateRemovesItsTemporaryFileOnSigterm) {
   ASSERT_EQ(::mkdir(outdir.c_str(), 0755), 0);
   // The first file written is seed0007.npy: 64 x 64 x 3 float32, far more than a pipe page. One
   // encoder (--jobs 1), so seed0008.npy waits behind it.
-  Interrupted r = interrupt_while_writing({"generate", "--network", model, "--seeds", "7,8", "--format", "npy", "--jobs", "1",
-                                           "--outdir", outdir},
-                                          outdir + "/seed0007.npy", SIGTERM);
+  Interrupted r = interrupt_while_writing(
+      {"generate", "--network", model, "--seeds", "7,8", "--format", "npy", "--jobs", "1", "--outdir", outdir},
+      outdir + "/seed0007.npy", SIGTERM);
   ASSERT_TRUE(r.blocked_in_write) << "the child never reached the write";
   EXPECT_TRUE(r.killed_by_signal);
   EXPECT_EQ(r.signal, SIGTERM);
@@ -125,10 +126,14 @@ TEST(FailedRuns, KeepWholeFilesAndSaySo) {
   ASSERT_EQ(::mkdir(outdir.c_str(), 0755), 0);
   ASSERT_EQ(::mkdir((outdir + "/seed0002.png").c_str(), 0755), 0);  // the third image cannot be renamed into place
   // One encoder (--jobs 1) writes the files in order, so exactly two are whole before the error.
-  CliResult r = run_cli({"generate", "--network", model, "--seeds", "0-3", "--outdir", outdir, "--batch", "1", "--jobs", "1"});
+  CliResult r =
+      run_cli({"generate", "--network", model, "--seeds", "0-3", "--outdir", outdir, "--batch", "1", "--jobs", "1"});
   EXPECT_EQ(r.status, 1) << describe(r);
-  EXPECT_NE(r.err.find("seed0002.png: cannot rename into place: Is a directory; 2 files written before this error are kept in " + outdir),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find(
+          "seed0002.png: cannot rename into place: Is a directory; 2 files written before this error are kept in " +
+          outdir),
+      std::string::npos)
       << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   for (const char* kept : {"/seed0000.png", "/seed0001.png"}) EXPECT_NO_THROW(read_png(outdir + kept)) << kept;

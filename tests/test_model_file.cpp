@@ -7,11 +7,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "util/file_util.h"
 #include "sg2/error.h"
 #include "sg2/model.h"
 #include "sg2/random_model.h"
 #include "test_util.h"
+#include "util/file_util.h"
 
 using namespace sg2;
 using json = nlohmann::json;
@@ -214,7 +214,8 @@ TEST(ModelFile, MetadataErrors) {
   {
     ASSERT_EQ(::mkfifo((dir + "/fifo.safetensors").c_str(), 0644), 0);  // must not block
     EXPECT_FALSE(is_model_file(dir + "/fifo.safetensors"));
-    EXPECT_NE(error_of([&] { load_model_file(dir + "/fifo.safetensors"); }).find("not a regular file"), std::string::npos);
+    EXPECT_NE(error_of([&] { load_model_file(dir + "/fifo.safetensors"); }).find("not a regular file"),
+              std::string::npos);
   }
   {
     RawFile raw(path);

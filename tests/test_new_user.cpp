@@ -9,12 +9,12 @@
 #include <regex>
 
 #include "cuda_messages.h"
-#include "util/file_util.h"
+#include "sg2/convert.h"
 #include "sg2/error.h"
 #include "sg2/generator.h"
 #include "sg2/sg2_c.h"
 #include "test_cli_run.h"
-#include "sg2/convert.h"
+#include "util/file_util.h"
 
 using namespace sg2;
 using namespace sg2::test;
@@ -42,17 +42,21 @@ std::string error_of(F&& f) {
 TEST(NewUser, NoDriverIsNotAnOldDriver) {
   // What the CUDA runtime says on a machine with the toolkit and no driver (this development
   // machine, measured): cudaGetDeviceCount -> cudaErrorInsufficientDriver, cudaDriverGetVersion -> 0.
-  const std::string none = cuda_unavailable_reason(cuda_status::insufficient_driver,
-                                                   "CUDA driver version is insufficient for CUDA runtime version", 0, 13000);
+  const std::string none = cuda_unavailable_reason(
+      cuda_status::insufficient_driver, "CUDA driver version is insufficient for CUDA runtime version", 0, 13000);
   EXPECT_TRUE(has_text(none, "no NVIDIA driver was found")) << none;
   EXPECT_FALSE(has_text(none, "older")) << none;
   const std::string old = cuda_unavailable_reason(cuda_status::insufficient_driver, "insufficient", 12040, 13000);
   EXPECT_EQ(old, "the NVIDIA driver (CUDA 12.4) is older than this build's CUDA 13.0 runtime; update the driver");
-  const std::string nodev = cuda_unavailable_reason(cuda_status::no_device, "no CUDA-capable device is detected", 13000, 13000);
+  const std::string nodev =
+      cuda_unavailable_reason(cuda_status::no_device, "no CUDA-capable device is detected", 13000, 13000);
   EXPECT_TRUE(has_text(nodev, "no CUDA-capable GPU was found (the NVIDIA driver (CUDA 13.0) is installed")) << nodev;
-  EXPECT_TRUE(has_text(cuda_unavailable_reason(cuda_status::success, "", 13000, 13000), "no CUDA-capable GPU was found"));
-  EXPECT_TRUE(has_text(cuda_unavailable_reason(cuda_status::system_driver_mismatch, "mismatch", 13000, 13000), "reboot"));
-  EXPECT_TRUE(has_text(cuda_unavailable_reason(999, "unknown error", 13000, 13000), "CUDA could not be initialised: unknown error"));
+  EXPECT_TRUE(
+      has_text(cuda_unavailable_reason(cuda_status::success, "", 13000, 13000), "no CUDA-capable GPU was found"));
+  EXPECT_TRUE(
+      has_text(cuda_unavailable_reason(cuda_status::system_driver_mismatch, "mismatch", 13000, 13000), "reboot"));
+  EXPECT_TRUE(has_text(cuda_unavailable_reason(999, "unknown error", 13000, 13000),
+                       "CUDA could not be initialised: unknown error"));
   EXPECT_EQ(cuda_version_text(12080), "12.8");
 }
 
@@ -75,15 +79,18 @@ TEST(NewUser, LibraryMessagesCarryNoCliHintsAndTheCliAddsThem) {
   CliResult p = run_cli({"generate", "--network", model, "--device", "cpu", "--precision", "tf32", "--class", "1",
                          "--seeds", "1", "--outdir", dir + "/p"});
   EXPECT_EQ(p.status, 2) << describe(p);
-  EXPECT_TRUE(has_text(p.err, "--precision tf32 needs the CUDA backend, and this run is on the CPU, which computes in "
-                              "float32 only: use --precision fp32 or auto")) << p.err;
+  EXPECT_TRUE(has_text(p.err,
+                       "--precision tf32 needs the CUDA backend, and this run is on the CPU, which computes in "
+                       "float32 only: use --precision fp32 or auto"))
+      << p.err;
 
   GeneratorOptions gpu;
   gpu.device = Device::parse("cuda");
   if (!cuda_available()) {  // no GPU here (or no CUDA in this build): the library says why, the CLI what to do
     const std::string dev = error_of([&] { Generator g(load_model_file(model), gpu); });
     EXPECT_FALSE(has_text(dev, "--")) << dev;
-    CliResult d = run_cli({"generate", "--network", model, "--device", "cuda", "--class", "1", "--seeds", "1", "--outdir", dir + "/d"});
+    CliResult d = run_cli(
+        {"generate", "--network", model, "--device", "cuda", "--class", "1", "--seeds", "1", "--outdir", dir + "/d"});
     EXPECT_EQ(d.status, 1) << describe(d);
     EXPECT_TRUE(has_text(d.err, "use --device cpu")) << d.err;
     EXPECT_FALSE(has_text(d.err, "older than")) << d.err;
@@ -91,16 +98,16 @@ TEST(NewUser, LibraryMessagesCarryNoCliHintsAndTheCliAddsThem) {
     // Device lists (generate shares the seeds over them) are read as lists, not as one device:
     // without a GPU each is the same device error with the hint, never "unknown device".
     for (const char* list : {"cuda:0,0", "cuda:0,1", "cuda:all"}) {
-      CliResult l = run_cli({"generate", "--network", model, "--device", list, "--class", "1", "--seeds", "1",
-                             "--outdir", dir + "/l"});
+      CliResult l = run_cli(
+          {"generate", "--network", model, "--device", list, "--class", "1", "--seeds", "1", "--outdir", dir + "/l"});
       EXPECT_EQ(l.status, 1) << list << ": " << describe(l);
       EXPECT_TRUE(has_text(l.err, "use --device cpu")) << l.err;
       EXPECT_FALSE(has_text(l.err, "unknown device")) << l.err;
       EXPECT_FALSE(file_exists(dir + "/l"));
     }
   }
-  CliResult bad = run_cli({"generate", "--network", model, "--device", "cuda:0,x", "--class", "1", "--seeds", "1",
-                           "--outdir", dir + "/b"});
+  CliResult bad = run_cli(
+      {"generate", "--network", model, "--device", "cuda:0,x", "--class", "1", "--seeds", "1", "--outdir", dir + "/b"});
   EXPECT_EQ(bad.status, 2) << describe(bad);
   EXPECT_TRUE(has_text(bad.err, "cuda:0,x")) << bad.err;
 }
@@ -130,7 +137,8 @@ TEST(NewUser, CAbiZeroImagesIsNotAMissingLabel) {
 TEST(NewUser, SeedListsWithBlanksDuplicatesAndLeadingZeros) {
   const std::string dir = temp_dir("seeds");
   const std::string model = write_tiny_model(dir);
-  CliResult sp = run_cli({"generate", "--network", model, "--device", "cpu", "--seeds", "0, 1", "--outdir", dir + "/sp"});
+  CliResult sp =
+      run_cli({"generate", "--network", model, "--device", "cpu", "--seeds", "0, 1", "--outdir", dir + "/sp"});
   ASSERT_EQ(sp.status, 0) << describe(sp);
   EXPECT_TRUE(file_exists(dir + "/sp/seed0000.png") && file_exists(dir + "/sp/seed0001.png"));
 
@@ -138,7 +146,8 @@ TEST(NewUser, SeedListsWithBlanksDuplicatesAndLeadingZeros) {
                            "--outdir", dir + "/dup"});
   ASSERT_EQ(dup.status, 0) << describe(dup);
   EXPECT_TRUE(has_text(dup.out, "sg2 generate: 4 images")) << dup.out;  // what is written
-  EXPECT_TRUE(has_text(dup.err, "sg2 generate: note: --seeds lists 1 seed more than once; each seed is generated once (4 images)"))
+  EXPECT_TRUE(has_text(
+      dup.err, "sg2 generate: note: --seeds lists 1 seed more than once; each seed is generated once (4 images)"))
       << dup.err;
 
   CliResult zeros = run_cli({"generate", "--network", model, "--device", "cpu", "--seeds", "00000000000000000001", "-q",
@@ -165,7 +174,8 @@ TEST(NewUser, ClassOutdirConvertNameAndHelp) {
   for (const char* name : {"/out.pkl", "/out.pt"}) {
     CliResult pkl = run_cli({"convert", source_path("tests/data/checkpoints/rosinality16.pt"), dir + name});
     EXPECT_EQ(pkl.status, 2) << describe(pkl);
-    EXPECT_TRUE(has_text(pkl.err, "has a checkpoint's extension, but sg2 convert writes a safetensors model file")) << pkl.err;
+    EXPECT_TRUE(has_text(pkl.err, "has a checkpoint's extension, but sg2 convert writes a safetensors model file"))
+        << pkl.err;
     EXPECT_FALSE(file_exists(dir + name));
   }
 
@@ -184,16 +194,17 @@ TEST(NewUser, BatchIsCheckedAgainstMemoryFirst) {
   const std::string model = write_tiny_model(dir);
   // 2^20 images of even a 16x16 model need more memory than any test machine has (checked before
   // any work: the run would take hours).
-  CliResult r = run_cli({"generate", "--network", model, "--device", "cpu", "--seeds", "0-1048575", "--batch", "1048576",
-                         "--outdir", dir + "/o"});
+  CliResult r = run_cli({"generate", "--network", model, "--device", "cpu", "--seeds", "0-1048575", "--batch",
+                         "1048576", "--outdir", dir + "/o"});
   EXPECT_EQ(r.status, 2) << describe(r);
-  EXPECT_TRUE(std::regex_search(r.err, std::regex("--batch 1048576 needs about [0-9.]+ GiB of memory for this 16x16 model on "
-                                                  "the CPU \\(about [0-9.]+ KiB per image\\), but [0-9.]+ (GiB|MiB) are "
-                                                  "available: use --batch [0-9]+ or less")))
+  EXPECT_TRUE(
+      std::regex_search(r.err, std::regex("--batch 1048576 needs about [0-9.]+ GiB of memory for this 16x16 model on "
+                                          "the CPU \\(about [0-9.]+ KiB per image\\), but [0-9.]+ (GiB|MiB) are "
+                                          "available: use --batch [0-9]+ or less")))
       << r.err;
   // A batch larger than the run holds what the run makes.
-  CliResult one = run_cli({"generate", "--network", model, "--device", "cpu", "--seeds", "1", "--batch", "1048576", "-q",
-                           "--outdir", dir + "/one"});
+  CliResult one = run_cli({"generate", "--network", model, "--device", "cpu", "--seeds", "1", "--batch", "1048576",
+                           "-q", "--outdir", dir + "/one"});
   EXPECT_EQ(one.status, 0) << describe(one);
   EXPECT_FALSE(file_exists(dir + "/o"));
   CliResult ok = run_cli({"generate", "--network", model, "--device", "cpu", "--seeds", "1-3", "--batch", "2", "-q",
@@ -208,8 +219,8 @@ TEST(NewUser, InspectNamesWhereAModelFileCameFrom) {
   ASSERT_EQ(c.status, 0) << describe(c);
   CliResult r = run_cli({"inspect", dir + "/m.safetensors"});
   ASSERT_EQ(r.status, 0) << describe(r);
-  EXPECT_TRUE(has_text(r.out, "converted from    rosinality16.pt (rosinality), sha256 " + detail::sha256_file(src) + ", by sg2 " +
-                                  version()))
+  EXPECT_TRUE(has_text(r.out, "converted from    rosinality16.pt (rosinality), sha256 " + detail::sha256_file(src) +
+                                  ", by sg2 " + version()))
       << r.out;
 }
 
@@ -223,7 +234,8 @@ TEST(NewUser, TheReadmeTourWritesUnderOut) {
     for (std::sregex_iterator it(line.begin(), line.end(), outdir), end; it != end; ++it) {
       const std::string d = (*it)[1];
       ++outdirs;
-      EXPECT_TRUE(d == "out" || d.rfind("out/", 0) == 0) << "README: --outdir " << d << " is not under out/ (" << line << ")";
+      EXPECT_TRUE(d == "out" || d.rfind("out/", 0) == 0)
+          << "README: --outdir " << d << " is not under out/ (" << line << ")";
     }
   }
   EXPECT_GE(outdirs, 5);
@@ -238,7 +250,7 @@ TEST(NewUser, TheReadmeShowsTheExamplesAsBuilt) {
     ASSERT_GT(text.size(), 500u) << f;
     EXPECT_TRUE(has_text(readme, text)) << "README.md does not show " << f << " as it is";
   }
-  for (const char* needed : {"## Embedding sg2 in a program", "cmake --install build --prefix", "find_package(sg2 REQUIRED)",
-                             "sg2::sg2", "sg2/sg2_c.h", "scripts/test_install.sh"})
+  for (const char* needed : {"## Embedding sg2 in a program", "cmake --install build --prefix",
+                             "find_package(sg2 REQUIRED)", "sg2::sg2", "sg2/sg2_c.h", "scripts/test_install.sh"})
     EXPECT_TRUE(has_text(readme, needed)) << needed;
 }

@@ -1,11 +1,11 @@
 // .npy files, the official uint8 conversion, PNG files and grids.
 #include <gtest/gtest.h>
 
-#include "util/file_util.h"
 #include "sg2/error.h"
 #include "sg2/image.h"
 #include "sg2/npy.h"
 #include "test_util.h"
+#include "util/file_util.h"
 
 using namespace sg2;
 

@@ -7,9 +7,9 @@
 #include <functional>
 #include <string>
 
-#include "util/file_util.h"
 #include "sg2/error.h"
 #include "test_util.h"
+#include "util/file_util.h"
 #include "weights_tools/numpy_decode.h"
 #include "weights_tools/pickle.h"
 #include "weights_tools/pickle_access.h"
@@ -21,7 +21,8 @@ using namespace std::string_literals;
 namespace {
 
 struct Parsed {
-  explicit Parsed(std::string bytes) : data(std::move(bytes)), budget(Budget::for_file_size(data.size(), "test.pkl")), doc(&budget) {
+  explicit Parsed(std::string bytes)
+      : data(std::move(bytes)), budget(Budget::for_file_size(data.size(), "test.pkl")), doc(&budget) {
     root = parse(doc, reinterpret_cast<const uint8_t*>(data.data()), data.size(), 0, "test.pkl");
   }
   std::string data;
@@ -47,7 +48,9 @@ std::pair<ErrorKind, std::string> parse_error(const std::string& bytes, const Li
   return {ErrorKind::internal, ""};
 }
 
-std::string u32(uint32_t v) { return std::string{char(v & 255), char((v >> 8) & 255), char((v >> 16) & 255), char(v >> 24)}; }
+std::string u32(uint32_t v) {
+  return std::string{char(v & 255), char((v >> 8) & 255), char((v >> 16) & 255), char(v >> 24)};
+}
 std::string u64(uint64_t v) { return u32(uint32_t(v)) + u32(uint32_t(v >> 32)); }
 
 }  // namespace
@@ -74,7 +77,8 @@ TEST_P(PicklePlain, EveryProtocolGivesTheSameValues) {
   ASSERT_NE(dict_get(r, "float"), nullptr);
   EXPECT_EQ(dict_get(r, "float")->f, 1.5);
   EXPECT_EQ(as_str(dict_get(r, "text")), std::optional<std::string_view>("h\xc3\xa9llo"));
-  EXPECT_EQ(weights::bytes_of(dict_get(r, "bytes"), p.doc), std::optional<std::string_view>(std::string_view("\x00\x01\xff", 3)));
+  EXPECT_EQ(weights::bytes_of(dict_get(r, "bytes"), p.doc),
+            std::optional<std::string_view>(std::string_view("\x00\x01\xff", 3)));
   const auto* tup = as_seq(dict_get(r, "tuple"));
   ASSERT_NE(tup, nullptr);
   ASSERT_EQ(tup->size(), 3u);
@@ -126,13 +130,18 @@ INSTANTIATE_TEST_SUITE_P(Protocols, PickleNumpy, ::testing::Values(2, 4, 5));
 
 TEST(PickleVm, RecordsCallsWithoutRunningThem) {
   // GLOBAL os.system + REDUCE: recorded as an object, never called.
-  Parsed p("\x80\x02" "cos\nsystem\nq\x00X\x04\x00\x00\x00" "echoq\x01\x85q\x02Rq\x03."s);
+  Parsed p(
+      "\x80\x02"
+      "cos\nsystem\nq\x00X\x04\x00\x00\x00"
+      "echoq\x01\x85q\x02Rq\x03."s);
   EXPECT_EQ(p.root->kind, Kind::object);
   EXPECT_EQ(call_path(p.root), "os.system");
   EXPECT_EQ(as_str(call_args(p.root).at(0)), std::optional<std::string_view>("echo"));
   EXPECT_EQ(describe(p.root), "call of os.system");
   // NEWOBJ + BUILD state; attr() reads the state.
-  Parsed q("\x80\x04\x8c\x08" "argparse\x8c\x09Namespace\x93)\x81}\x8c\x04size\x4b\x10sb."s);
+  Parsed q(
+      "\x80\x04\x8c\x08"
+      "argparse\x8c\x09Namespace\x93)\x81}\x8c\x04size\x4b\x10sb."s);
   EXPECT_EQ(q.root->make, Make::newobj);
   EXPECT_EQ(as_int(attr(q.root, "size")), std::optional<int64_t>(16));
   // INST / OBJ, PERSID, DUP / POP / POP_MARK, PUT / GET, FRAME.
@@ -151,14 +160,18 @@ TEST(PickleVm, RecordsCallsWithoutRunningThem) {
   Parsed f("\x80\x04\x95\x03\x00\x00\x00\x00\x00\x00\x00K\x2a."s);
   EXPECT_EQ(as_int(f.root), std::optional<int64_t>(42));
   // NEWOBJ_EX keeps its keyword arguments.
-  Parsed x("\x80\x04\x8c\x01m\x8c\x01" "C\x93)}\x8c\x01k\x4b\x01s\x92."s);
+  Parsed x(
+      "\x80\x04\x8c\x01m\x8c\x01"
+      "C\x93)}\x8c\x01k\x4b\x01s\x92."s);
   EXPECT_EQ(x.root->make, Make::newobj_ex);
   EXPECT_EQ(as_int(dict_get(x.root->kwargs, "k")), std::optional<int64_t>(1));
 }
 
 TEST(PickleVm, CyclesAndDeepMemoNestingAreHarmless) {
   // L = []; L.append(L)
-  Parsed c("\x80\x02]q\x00h\x00" "a."s);
+  Parsed c(
+      "\x80\x02]q\x00h\x00"
+      "a."s);
   ASSERT_EQ(c.root->kind, Kind::list);
   EXPECT_EQ(c.root->items.at(0), c.root);
   EXPECT_EQ(describe(c.root), "list of 1");
@@ -179,7 +192,7 @@ TEST(PickleVm, LimitsAndCorruptionAreClearErrors) {
   auto e = parse_error(nest);
   EXPECT_EQ(e.first, ErrorKind::bad_file);
   EXPECT_NE(e.second.find("nesting too deep"), std::string::npos) << e.second;
-  auto m = parse_error("\x80\x02" + std::string(2000000, '(') + ")." );
+  auto m = parse_error("\x80\x02" + std::string(2000000, '(') + ").");
   EXPECT_NE(m.second.find("open MARKs"), std::string::npos) << m.second;
   // Length fields claiming exabytes.
   for (const std::string& op : {std::string("\x8e") + u64(uint64_t(1) << 60), std::string("\x8d") + u64(~uint64_t(0)),
@@ -200,10 +213,22 @@ TEST(PickleVm, LimitsAndCorruptionAreClearErrors) {
   // Opcode-level errors.
   EXPECT_NE(parse_error("\x80\x02\xff.").second.find("not a pickle opcode"), std::string::npos);
   EXPECT_NE(parse_error("\x80\x02h\x05.").second.find("memo entry 5"), std::string::npos);
-  EXPECT_NE(parse_error("\x80\x02" "a.").second.find("stack underflow"), std::string::npos);
-  EXPECT_NE(parse_error("\x80\x02" "K\x01K\x02R.").second.find("must be a tuple"), std::string::npos);
-  EXPECT_NE(parse_error("\x80\x02" "K\x01]s.").second.find("stack underflow"), std::string::npos);
-  EXPECT_NE(parse_error("\x80\x02" ")K\x01K\x02s.").second.find("cannot set items on a tuple"), std::string::npos);
+  EXPECT_NE(parse_error("\x80\x02"
+                        "a.")
+                .second.find("stack underflow"),
+            std::string::npos);
+  EXPECT_NE(parse_error("\x80\x02"
+                        "K\x01K\x02R.")
+                .second.find("must be a tuple"),
+            std::string::npos);
+  EXPECT_NE(parse_error("\x80\x02"
+                        "K\x01]s.")
+                .second.find("stack underflow"),
+            std::string::npos);
+  EXPECT_NE(parse_error("\x80\x02"
+                        ")K\x01K\x02s.")
+                .second.find("cannot set items on a tuple"),
+            std::string::npos);
   EXPECT_NE(parse_error("\x80\x09N.").second.find("protocol 9"), std::string::npos);
   EXPECT_EQ(parse_error("\x80\x02\x82\x01.").first, ErrorKind::unsupported);
   EXPECT_EQ(parse_error("\x80\x05\x97.").first, ErrorKind::unsupported);

@@ -102,12 +102,13 @@ TEST(PngRead, PalettesLowBitDepthsTransparencyAndInterlacing) {
   p.depth = 2;
   p.color_type = 3;
   p.palette = std::string("\x0a\x14\x1e\x28\x32\x3c\x46\x50\x5a", 9);  // 3 entries
-  p.trns = std::string("\x80", 1);                                       // entry 0 half transparent
+  p.trns = std::string("\x80", 1);                                     // entry 0 half transparent
   p.samples = {0, 1, 2, 0, 1, 2, 2, 1, 0, 0};
   put(dir + "/pal.png", png_file(p));
   const Image8 pal = read_png(dir + "/pal.png");
   ASSERT_EQ(pal.channels, 4);
-  EXPECT_EQ(std::vector<uint8_t>(pal.pixels.begin(), pal.pixels.begin() + 8), (std::vector<uint8_t>{10, 20, 30, 128, 40, 50, 60, 255}));
+  EXPECT_EQ(std::vector<uint8_t>(pal.pixels.begin(), pal.pixels.begin() + 8),
+            (std::vector<uint8_t>{10, 20, 30, 128, 40, 50, 60, 255}));
   // 1-bit gray is scaled to 0 / 255.
   PngSpec g;
   g.width = 9;
@@ -138,7 +139,9 @@ TEST(PngRead, PaletteIndexBeyondThePaletteIsAnError) {
   p.samples = {0, 1, 7, 1};
   put(dir + "/bad.png", png_file(p));
   const std::string msg = read_error(dir + "/bad.png");
-  EXPECT_NE(msg.find(dir + "/bad.png: palette index 7 at pixel (2, 0) is beyond its 2-entry palette"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(dir + "/bad.png: palette index 7 at pixel (2, 0) is beyond its 2-entry palette"),
+            std::string::npos)
+      << msg;
   // sg2 compare must not call two such files identical.
   put(dir + "/bad2.png", png_file(p));
   CliResult r = run_cli({"compare", dir + "/bad.png", dir + "/bad2.png"});
@@ -157,7 +160,8 @@ TEST(PngRead, BadCrcsAndBrokenDataAreErrors) {
   auto flip_in = [&](const std::string& type, int from_end) {  // a byte of the chunk's CRC
     std::string b = good;
     const size_t at = b.find(type);
-    const uint32_t len = (uint8_t(b[at - 4]) << 24) | (uint8_t(b[at - 3]) << 16) | (uint8_t(b[at - 2]) << 8) | uint8_t(b[at - 1]);
+    const uint32_t len =
+        (uint8_t(b[at - 4]) << 24) | (uint8_t(b[at - 3]) << 16) | (uint8_t(b[at - 2]) << 8) | uint8_t(b[at - 1]);
     b[at + 4 + len + 4 - from_end] ^= 0x40;
     return b;
   };
@@ -229,11 +233,13 @@ TEST(CliCompare, PixelLimitRefusesBombsBeforeDecompressing) {
   put(dir + "/bomb.png", bomb);
   put(dir + "/bomb2.png", bomb);
   // Refused by the default limit without decompressing (the library and the CLI).
-  EXPECT_NE(read_error(dir + "/bomb.png").find("bomb.png: the image is 20000x20000 (400000000 pixels), more than the limit of 67108864"),
+  EXPECT_NE(read_error(dir + "/bomb.png")
+                .find("bomb.png: the image is 20000x20000 (400000000 pixels), more than the limit of 67108864"),
             std::string::npos);
   Measured refused = run_measured({"compare", dir + "/bomb.png", dir + "/bomb2.png"}, dir);
   EXPECT_EQ(refused.status, 1);
-  EXPECT_NE(refused.out.find("is more than --max-pixels 67108864; raise --max-pixels to compare it"), std::string::npos) << refused.out;
+  EXPECT_NE(refused.out.find("is more than --max-pixels 67108864; raise --max-pixels to compare it"), std::string::npos)
+      << refused.out;
   EXPECT_LT(refused.max_rss_kib, 100 * 1024) << "KiB";
   // Allowed: decoded row by row, so 400 MB of pixels take a few rows of memory.
   Measured allowed = run_measured({"compare", dir + "/bomb.png", dir + "/bomb2.png", "--max-pixels", "400000000"}, dir);
@@ -262,9 +268,11 @@ TEST(CliCompare, FoldersAreWalkedWithTheirSubfoldersAndSaySo) {
   EXPECT_EQ(r.status, 1) << describe(r);
   EXPECT_NE(r.out.find("PASS top.png"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("FAIL x/y/deep.png: max|diff| 1 levels"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("1 of 2 files match (identical values), 1 do not; 4 subfolders included, 1 symbolic link to a folder not "
-                       "followed, 1 other file ignored"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find(
+          "1 of 2 files match (identical values), 1 do not; 4 subfolders included, 1 symbolic link to a folder not "
+          "followed, 1 other file ignored"),
+      std::string::npos)
       << r.out;
 }
 
@@ -276,8 +284,9 @@ TEST(Grid, SizesAreCheckedIn64BitsBeforeAnyPixel) {
     ADD_FAILURE();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
-    EXPECT_NE(std::string(e.what()).find("grid: a 32768x32768 PNG of 4 channels holds 4294967296 bytes of pixels; sg2 writes at most "
-                                         "536870912 (512 MiB) in one piece"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "grid: a 32768x32768 PNG of 4 channels holds 4294967296 bytes of pixels; sg2 writes at most "
+                  "536870912 (512 MiB) in one piece"),
               std::string::npos)
         << e.what();
   }
@@ -325,15 +334,18 @@ TEST(Grid, GenerateRefusesHugeGridsAndStreamsLargeOnes) {
   const std::string model = dir + "/m32.safetensors";
   save_model_file(model, make_random_model(make_config(32, 64, 8, 4, 4, 0, 3, 1, Architecture::skip, 256.0f, 0), 3));
   // Wider than any PNG sg2 writes: refused before any image is made, nothing left behind.
-  CliResult big = run_cli({"generate", "--network", model, "--seeds", "0", "--grid", "40000x1", "--outdir", dir + "/big"});
+  CliResult big =
+      run_cli({"generate", "--network", model, "--seeds", "0", "--grid", "40000x1", "--outdir", dir + "/big"});
   EXPECT_EQ(big.status, 2) << describe(big);
-  EXPECT_NE(big.err.find("--grid 40000x1 of 32x32 images: a 1280000x32 PNG is larger than sg2 writes (at most 1000000 pixels per side)"),
+  EXPECT_NE(big.err.find("--grid 40000x1 of 32x32 images: a 1280000x32 PNG is larger than sg2 writes (at most 1000000 "
+                         "pixels per side)"),
             std::string::npos)
       << big.err;
   EXPECT_FALSE(file_exists(dir + "/big"));
   // A 256 x 256 grid (8192 x 8192 RGB, 192 MiB of pixels) of one seed: streamed, so the run's
   // memory is far below the grid's size.
-  Measured m = run_measured({"generate", "--network", model, "--seeds", "0", "--grid", "256x256", "--outdir", dir + "/one", "-q"}, dir);
+  Measured m = run_measured(
+      {"generate", "--network", model, "--seeds", "0", "--grid", "256x256", "--outdir", dir + "/one", "-q"}, dir);
   ASSERT_EQ(m.status, 0);
   EXPECT_LT(m.max_rss_kib, 100 * 1024) << "KiB for a 192 MiB grid";
   PngReader r(dir + "/one/grid.png");

@@ -142,7 +142,8 @@ std::vector<uint8_t> idat_stream(const std::vector<uint8_t>& png) {
   while (i + 12 <= png.size()) {
     const size_t n = (size_t(png[i]) << 24) | (size_t(png[i + 1]) << 16) | (size_t(png[i + 2]) << 8) | png[i + 3];
     if (i + 12 + n > png.size()) break;
-    if (std::memcmp(&png[i + 4], "IDAT", 4) == 0) out.insert(out.end(), png.begin() + long(i + 8), png.begin() + long(i + 8 + n));
+    if (std::memcmp(&png[i + 4], "IDAT", 4) == 0)
+      out.insert(out.end(), png.begin() + long(i + 8), png.begin() + long(i + 8 + n));
     i += 12 + n;
   }
   return out;
@@ -154,14 +155,16 @@ std::vector<uint8_t> idat_stream(const std::vector<uint8_t>& png) {
 // smaller. Any other filter choice or zlib setting changes the stream.
 TEST(PngEncode, DefaultLevelWritesPilsCompressedStream) {
   int checked = 0;
-  for (const char* name : {"rgb_96x64", "gray_50x37", "rgba_33x20", "la_17x9", "ties_3x200", "ties_rgb_2x300", "stylegan2_crop_256x192"}) {
+  for (const char* name :
+       {"rgb_96x64", "gray_50x37", "rgba_33x20", "la_17x9", "ties_3x200", "ties_rgb_2x300", "stylegan2_crop_256x192"}) {
     const std::string file = test::slurp(test::source_path(std::string("tests/data/pil_png/") + name + ".png"));
     const std::vector<uint8_t> pil(file.begin(), file.end());
     const Image8 im = decode_with_libpng(pil);
     const std::vector<uint8_t> ours = encode_png(im);
     const std::vector<uint8_t> pil_stream = idat_stream(pil);
     ASSERT_FALSE(pil_stream.empty()) << name;
-    EXPECT_TRUE(idat_stream(ours) == pil_stream) << name << ": " << idat_stream(ours).size() << " vs PIL's " << pil_stream.size();
+    EXPECT_TRUE(idat_stream(ours) == pil_stream)
+        << name << ": " << idat_stream(ours).size() << " vs PIL's " << pil_stream.size();
     EXPECT_LE(ours.size(), pil.size()) << name;
     EXPECT_TRUE(decode_with_libpng(ours).pixels == im.pixels) << name;
     ++checked;

@@ -93,7 +93,8 @@ Tensor naive_modconv(const Tensor& x, const Tensor& w, const Tensor& s, const st
                 const int64_t iy = oy + ky - pad, ix = ox + kx - pad;
                 if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
                 const int64_t wy = flip_weight ? ky : k - 1 - ky, wx = flip_weight ? kx : k - 1 - kx;
-                acc += double(w[((o * I + i) * k + wy) * k + wx]) * s[n * I + i] * d * z[((n * I + i) * H + iy) * W + ix];
+                acc +=
+                    double(w[((o * I + i) * k + wy) * k + wx]) * s[n * I + i] * d * z[((n * I + i) * H + iy) * W + ix];
               }
           y[((n * O + o) * OH + oy) * OW + ox] = static_cast<float>(acc);
         }
@@ -115,15 +116,24 @@ TEST(RefOps, BiasActEveryActivationAndOrder) {
         double v = double(x[i]) + b[(i / 6) % 5];
         double a;
         std::string n(nm);
-        if (n == "linear") a = v;
-        else if (n == "relu") a = std::max(v, 0.0);
-        else if (n == "lrelu") a = v > 0 ? v : 0.2 * v;
-        else if (n == "tanh") a = std::tanh(v);
-        else if (n == "sigmoid") a = 1 / (1 + std::exp(-v));
-        else if (n == "elu") a = v >= 0 ? v : std::exp(v) - 1;
-        else if (n == "selu") a = v >= 0 ? 1.0507009873554805 * v : 1.0507009873554805 * 1.6732632423543772 * (std::exp(v) - 1);
-        else if (n == "softplus") a = std::log1p(std::exp(v));
-        else a = v / (1 + std::exp(-v));
+        if (n == "linear")
+          a = v;
+        else if (n == "relu")
+          a = std::max(v, 0.0);
+        else if (n == "lrelu")
+          a = v > 0 ? v : 0.2 * v;
+        else if (n == "tanh")
+          a = std::tanh(v);
+        else if (n == "sigmoid")
+          a = 1 / (1 + std::exp(-v));
+        else if (n == "elu")
+          a = v >= 0 ? v : std::exp(v) - 1;
+        else if (n == "selu")
+          a = v >= 0 ? 1.0507009873554805 * v : 1.0507009873554805 * 1.6732632423543772 * (std::exp(v) - 1);
+        else if (n == "softplus")
+          a = std::log1p(std::exp(v));
+        else
+          a = v / (1 + std::exp(-v));
         a *= 1.7;
         if (clamp >= 0) a = std::min(std::max(a, -double(clamp)), double(clamp));
         ASSERT_NEAR(y[i], a, 1e-5 * (1 + std::fabs(a))) << nm << " i " << i;
@@ -145,10 +155,14 @@ TEST(RefOps, BiasActEveryActivationAndOrder) {
 }
 
 TEST(RefOps, Upfirdn2dMatchesDefinitionOnOddShapes) {
-  struct Case { int up_x, up_y, down_x, down_y, px0, px1, py0, py1, fh, fw; bool flip; float gain; };
+  struct Case {
+    int up_x, up_y, down_x, down_y, px0, px1, py0, py1, fh, fw;
+    bool flip;
+    float gain;
+  };
   const Case cases[] = {
-      {1, 1, 1, 1, 0, 0, 0, 0, 3, 3, false, 1.0f}, {2, 2, 1, 1, 2, 1, 2, 1, 4, 4, false, 4.0f},
-      {2, 1, 1, 2, 3, 2, 1, 0, 4, 3, true, 2.5f},  {1, 1, 2, 2, 1, 1, 1, 1, 4, 4, false, 1.0f},
+      {1, 1, 1, 1, 0, 0, 0, 0, 3, 3, false, 1.0f},   {2, 2, 1, 1, 2, 1, 2, 1, 4, 4, false, 4.0f},
+      {2, 1, 1, 2, 3, 2, 1, 0, 4, 3, true, 2.5f},    {1, 1, 2, 2, 1, 1, 1, 1, 4, 4, false, 1.0f},
       {3, 2, 1, 1, -1, 2, 0, -1, 2, 5, false, 1.0f}, {1, 1, 3, 2, 0, 0, 2, 2, 1, 1, true, 1.0f},
   };
   int seed = 10;
@@ -185,7 +199,11 @@ TEST(RefOps, ModulatedConvMatchesDefinition) {
   auto f_sym = make_filter2d({1, 3, 3, 1});
   auto f_asym = make_filter2d({1, 2, 4, 1});
   int seed = 30;
-  struct Case { int N, I, O, H, W, k, up; bool demod; bool asym; };
+  struct Case {
+    int N, I, O, H, W, k, up;
+    bool demod;
+    bool asym;
+  };
   const Case cases[] = {{2, 3, 5, 6, 7, 3, 1, true, false}, {1, 4, 2, 5, 5, 3, 2, true, false},
                         {3, 5, 3, 4, 3, 3, 2, true, true},  {2, 6, 3, 5, 4, 1, 1, false, false},
                         {1, 1, 1, 1, 1, 3, 2, true, false}, {2, 3, 4, 3, 5, 3, 1, false, true}};

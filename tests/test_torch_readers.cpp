@@ -5,9 +5,9 @@
 
 #include <cstring>
 
-#include "util/file_util.h"
 #include "sg2/error.h"
 #include "test_util.h"
+#include "util/file_util.h"
 #include "weights_tools/checkpoint.h"
 #include "weights_tools/pickle_access.h"
 #include "weights_tools/zip_reader.h"
@@ -150,11 +150,14 @@ TEST(ZipReader, CorruptArchivesAreClearErrors) {
   std::string bad_sig = torch_zip;
   const uint32_t cd = detail::load_le32(reinterpret_cast<const uint8_t*>(bad_sig.data()) + eocd + 16);
   bad_sig[cd] = 'X';
-  EXPECT_NE(zip_error(bad_sig).find("bad header at byte " + std::to_string(cd)), std::string::npos) << zip_error(bad_sig);
+  EXPECT_NE(zip_error(bad_sig).find("bad header at byte " + std::to_string(cd)), std::string::npos)
+      << zip_error(bad_sig);
   // Found by fuzz_zip: a 55-byte file whose ZIP64 locator points into a file too small for the
   // ZIP64 end record (an out-of-bounds read before the fix).
-  const std::string tiny("PK\x03\x04\0\0\x08\x08\0up\0\0PK\x06\x07\0\0\0\0\x32]\0\0\0\0\0\0\x01\0\0\0PK\x05\x06"
-                         "\0\0\0\0%\0%\0\n\0\0\0\xff\xff\xff\xff\0\0", 55);
+  const std::string tiny(
+      "PK\x03\x04\0\0\x08\x08\0up\0\0PK\x06\x07\0\0\0\0\x32]\0\0\0\0\0\0\x01\0\0\0PK\x05\x06"
+      "\0\0\0\0%\0%\0\n\0\0\0\xff\xff\xff\xff\0\0",
+      55);
   EXPECT_NE(zip_error(tiny).find("ZIP64 end record expected"), std::string::npos) << zip_error(tiny);
   // Entry sizes of exabytes (ZIP64 field) are refused before anything is read.
   std::string huge = good;
@@ -213,7 +216,8 @@ TEST(Arrays, StridesOffsetsAndDtypes) {
   c.strides = {8, 1, 4, 2};
   c.offset = 0;
   c.data = reinterpret_cast<const uint8_t*>(cl);
-  EXPECT_TRUE(test::tensors_near(to_float_tensor(c, b, "cl"), Tensor({1, 2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7}), 0, "channels last"));
+  EXPECT_TRUE(test::tensors_near(to_float_tensor(c, b, "cl"), Tensor({1, 2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7}), 0,
+                                 "channels last"));
   // float16, bfloat16, float64.
   uint16_t h[2] = {0x3c00, 0xc000};  // 1, -2
   ArrayView hv;

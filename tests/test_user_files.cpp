@@ -9,11 +9,11 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "sg2/convert.h"
 #include "sg2/error.h"
 #include "sg2/generator.h"
 #include "sg2/npy.h"
 #include "test_cli_run.h"
-#include "sg2/convert.h"
 
 using namespace sg2;
 using namespace sg2::test;
@@ -73,7 +73,8 @@ TEST(UserFiles, TfTrainingScalarsAreIgnoredWithANotice) {
   const std::string dir = temp_dir("tf_epochs");
   CliResult c = run_cli({"convert", user("tf_epochs16.pkl"), dir + "/m.safetensors"});
   ASSERT_EQ(c.status, 0) << describe(c);
-  EXPECT_TRUE(has_text(c.err, "sg2 convert: warning: ignored TensorFlow variables the generator does not use: 'epochs'"))
+  EXPECT_TRUE(
+      has_text(c.err, "sg2 convert: warning: ignored TensorFlow variables the generator does not use: 'epochs'"))
       << c.err;
   CliResult g = run_cli({"generate", "--network", user("tf_epochs16.pkl"), "--device", "cpu", "--seeds", "0", "-q",
                          "--outdir", dir + "/out"});
@@ -85,7 +86,8 @@ TEST(UserFiles, TfTrainingScalarsAreIgnoredWithANotice) {
 
 TEST(UserFiles, RectangularTfForksAndStateDictsUnderGEmaSayWhatTheyAre) {
   const std::string rc = refusal(user("tf_rect_const16.pkl"), ErrorKind::unsupported);
-  EXPECT_TRUE(has_text(rc, "unsupported: a rectangular (non-square) generator from a StyleGAN2 fork (a 4x2 const)")) << rc;
+  EXPECT_TRUE(has_text(rc, "unsupported: a rectangular (non-square) generator from a StyleGAN2 fork (a 4x2 const)"))
+      << rc;
   const std::string rk = refusal(user("tf_rect_kwarg16.pkl"), ErrorKind::unsupported);
   EXPECT_TRUE(has_text(rk, "rectangular (non-square) generator") && has_text(rk, "static kwarg resolution_w")) << rk;
 
@@ -133,7 +135,8 @@ TEST(UserFiles, RosinalityWithoutNoiseBuffersSaysWhatConstNoiseMeans) {
     const InspectReport rep = inspect_file(f);
     EXPECT_TRUE(rep.noise_buffers.empty()) << f;
     const std::string text = inspect_to_text(rep);
-    EXPECT_TRUE(has_text(text, "noise buffers     none stored (noise_const is zeros: noise mode const adds no noise)")) << text;
+    EXPECT_TRUE(has_text(text, "noise buffers     none stored (noise_const is zeros: noise mode const adds no noise)"))
+        << text;
     EXPECT_FALSE(has_text(text, "noise_const maps")) << text;
     const nlohmann::json j = nlohmann::json::parse(inspect_to_json(rep));
     EXPECT_TRUE(j["noise_const_missing"].get<bool>());
@@ -148,8 +151,8 @@ TEST(UserFiles, RosinalityWithoutNoiseBuffersSaysWhatConstNoiseMeans) {
   ASSERT_EQ(c.status, 0) << describe(c);
   EXPECT_TRUE(has_text(c.err, "sg2 generate: warning: this model stores no noise maps")) << c.err;
   EXPECT_EQ(std::count(c.err.begin(), c.err.end(), '\n'), 1) << c.err;
-  CliResult direct = run_cli({"generate", "--network", user("rosinality16_nonoise.pt"), "--device", "cpu", "--seeds", "3",
-                              "-q", "--outdir", dir + "/direct"});
+  CliResult direct = run_cli({"generate", "--network", user("rosinality16_nonoise.pt"), "--device", "cpu", "--seeds",
+                              "3", "-q", "--outdir", dir + "/direct"});
   ASSERT_EQ(direct.status, 0) << describe(direct);
   EXPECT_EQ(direct.err, c.err);  // said once, for the run, also when the checkpoint is loaded directly
   CliResult n = run_cli({"generate", "--network", dir + "/m.safetensors", "--device", "cpu", "--seeds", "3", "-q",
@@ -165,7 +168,8 @@ TEST(UserFiles, RosinalityWithoutNoiseBuffersSaysWhatConstNoiseMeans) {
 
 TEST(UserFiles, OneMissingNoiseBufferIsNamed) {
   const std::string m = refusal(user("rosinality16_no_noise3.pt"), ErrorKind::bad_file);
-  EXPECT_TRUE(has_text(m, "the state dict lacks 'noises.noise_3' (4 of the 5 noise buffers of a 16x16 generator are present)"))
+  EXPECT_TRUE(
+      has_text(m, "the state dict lacks 'noises.noise_3' (4 of the 5 noise buffers of a 16x16 generator are present)"))
       << m;
 }
 
@@ -204,12 +208,15 @@ TEST(UserFiles, ConvertTakesASuppliedWAvg) {
   ASSERT_EQ(own.status, 0) << describe(own);
   EXPECT_TRUE(has_text(own.err, "warning: the supplied w_avg replaces the checkpoint's own")) << own.err;
 
-  CliResult bad = run_cli({"convert", ck("rosinality16_train.pt"), dir + "/x.safetensors", "--w-avg", dir + "/w_avg_15.npy"});
+  CliResult bad =
+      run_cli({"convert", ck("rosinality16_train.pt"), dir + "/x.safetensors", "--w-avg", dir + "/w_avg_15.npy"});
   EXPECT_EQ(bad.status, 2) << describe(bad);
-  EXPECT_TRUE(has_text(bad.err, "--w-avg " + dir + "/w_avg_15.npy: the supplied w_avg has shape [15]; this generator needs [16] or [1, 16]"))
+  EXPECT_TRUE(has_text(
+      bad.err,
+      "--w-avg " + dir + "/w_avg_15.npy: the supplied w_avg has shape [15]; this generator needs [16] or [1, 16]"))
       << bad.err;
-  CliResult both = run_cli({"convert", ck("rosinality16_train.pt"), dir + "/x.safetensors", "--w-avg", dir + "/w_avg.npy",
-                            "--w-avg-samples", "5"});
+  CliResult both = run_cli({"convert", ck("rosinality16_train.pt"), dir + "/x.safetensors", "--w-avg",
+                            dir + "/w_avg.npy", "--w-avg-samples", "5"});
   EXPECT_EQ(both.status, 2) << describe(both);
   EXPECT_TRUE(has_text(both.err, "give one or the other")) << both.err;
   EXPECT_FALSE(file_exists(dir + "/x.safetensors"));
@@ -217,7 +224,8 @@ TEST(UserFiles, ConvertTakesASuppliedWAvg) {
 
 TEST(UserFiles, TruncationTowardAnEstimatedWAvgIsSaid) {
   const std::string dir = temp_dir("est");
-  CliResult conv = run_cli({"convert", ck("rosinality16_train.pt"), dir + "/est.safetensors", "--w-avg-samples", "64", "-q"});
+  CliResult conv =
+      run_cli({"convert", ck("rosinality16_train.pt"), dir + "/est.safetensors", "--w-avg-samples", "64", "-q"});
   ASSERT_EQ(conv.status, 0) << describe(conv);
   const std::string model = dir + "/est.safetensors";
   const std::string note = "warning: --trunc 0.7 truncates toward an estimated w_avg";
@@ -225,7 +233,8 @@ TEST(UserFiles, TruncationTowardAnEstimatedWAvgIsSaid) {
                          "--outdir", dir + "/g"});
   ASSERT_EQ(g.status, 0) << describe(g);
   EXPECT_TRUE(has_text(g.err, "sg2 generate: " + note) && has_text(g.err, "sg2 convert --w-avg FILE.npy")) << g.err;
-  CliResult plain = run_cli({"generate", "--network", model, "--device", "cpu", "--seeds", "1", "-q", "--outdir", dir + "/p"});
+  CliResult plain =
+      run_cli({"generate", "--network", model, "--device", "cpu", "--seeds", "1", "-q", "--outdir", dir + "/p"});
   ASSERT_EQ(plain.status, 0) << describe(plain);
   EXPECT_TRUE(plain.err.empty()) << plain.err;  // psi 1 does not use w_avg
   CliResult mix = run_cli({"mix", "--network", model, "--device", "cpu", "--rows", "1", "--cols", "2", "--trunc", "0.7",
@@ -275,19 +284,23 @@ TEST(UserFiles, WPlusWithoutItsBatchAxisIsNeverGuessed) {
   write_npy(dir + "/wplus.npy", one);
   write_npy(dir + "/w5.npy", one.slice0(0, 5));
 
-  CliResult amb = run_cli({"generate", "--network", model, "--device", "cpu", "--ws", dir + "/wplus.npy", "--outdir", dir + "/x"});
+  CliResult amb =
+      run_cli({"generate", "--network", model, "--device", "cpu", "--ws", dir + "/wplus.npy", "--outdir", dir + "/x"});
   EXPECT_EQ(amb.status, 2) << describe(amb);
-  EXPECT_TRUE(has_text(amb.err, "shape [6, 8] is ambiguous for this model (num_ws 6): one W+ latent saved without its batch "
-                                "axis, or 6 W latents. Add --ws-as w+ (one image) or --ws-as w (6 images), or save it as [1, 6, 8]"))
+  EXPECT_TRUE(
+      has_text(amb.err,
+               "shape [6, 8] is ambiguous for this model (num_ws 6): one W+ latent saved without its batch "
+               "axis, or 6 W latents. Add --ws-as w+ (one image) or --ws-as w (6 images), or save it as [1, 6, 8]"))
       << amb.err;
   EXPECT_FALSE(file_exists(dir + "/x"));
 
   Generator gen(load_model_file(model), cpu());
-  CliResult wp = run_cli({"generate", "--network", model, "--device", "cpu", "--ws", dir + "/wplus.npy", "--ws-as", "w+",
-                          "--format", "npy", "--outdir", dir + "/wp"});
+  CliResult wp = run_cli({"generate", "--network", model, "--device", "cpu", "--ws", dir + "/wplus.npy", "--ws-as",
+                          "w+", "--format", "npy", "--outdir", dir + "/wp"});
   ASSERT_EQ(wp.status, 0) << describe(wp);
   EXPECT_TRUE(has_text(wp.out, "1 image ")) << wp.out;
-  EXPECT_TRUE(tensors_near(read_npy_tensor(dir + "/wp/ws0000.npy"), gen.synthesize(one.reshaped({1, 6, 8})), 1e-6, "w+"));
+  EXPECT_TRUE(
+      tensors_near(read_npy_tensor(dir + "/wp/ws0000.npy"), gen.synthesize(one.reshaped({1, 6, 8})), 1e-6, "w+"));
   EXPECT_FALSE(file_exists(dir + "/wp/ws0001.npy"));
 
   CliResult w = run_cli({"generate", "--network", model, "--device", "cpu", "--ws", dir + "/wplus.npy", "--ws-as", "w",
@@ -295,13 +308,15 @@ TEST(UserFiles, WPlusWithoutItsBatchAxisIsNeverGuessed) {
   ASSERT_EQ(w.status, 0) << describe(w);
   EXPECT_TRUE(has_text(w.out, "6 images")) << w.out;
 
-  CliResult rows = run_cli({"generate", "--network", model, "--device", "cpu", "--ws", dir + "/w5.npy", "--outdir", dir + "/r"});
+  CliResult rows =
+      run_cli({"generate", "--network", model, "--device", "cpu", "--ws", dir + "/w5.npy", "--outdir", dir + "/r"});
   ASSERT_EQ(rows.status, 0) << describe(rows);  // [5, 8] can only be W rows
   EXPECT_TRUE(has_text(rows.out, "5 images")) << rows.out;
   CliResult bad = run_cli({"generate", "--network", model, "--device", "cpu", "--ws", dir + "/w5.npy", "--ws-as", "w+",
                            "--outdir", dir + "/b"});
   EXPECT_EQ(bad.status, 2) << describe(bad);
-  EXPECT_TRUE(has_text(bad.err, "--ws-as w+: " + dir + "/w5.npy is [5, 8], but one W+ latent of this model is [6, 8]")) << bad.err;
+  EXPECT_TRUE(has_text(bad.err, "--ws-as w+: " + dir + "/w5.npy is [5, 8], but one W+ latent of this model is [6, 8]"))
+      << bad.err;
   CliResult alone = run_cli({"generate", "--network", model, "--seeds", "1", "--ws-as", "w", "--outdir", dir + "/b"});
   EXPECT_EQ(alone.status, 2) << describe(alone);
   EXPECT_TRUE(has_text(alone.err, "--ws-as is only used with --ws")) << alone.err;
@@ -313,23 +328,26 @@ TEST(UserFiles, ProjectedWNpzIsRead) {
   CliResult r = run_cli({"generate", "--network", model, "--device", "cpu", "--ws", user("projected_w.npz"), "--format",
                          "npy", "--outdir", dir + "/a"});
   ASSERT_EQ(r.status, 0) << describe(r);
-  EXPECT_TRUE(has_text(r.err, "sg2 generate: note: --ws " + user("projected_w.npz") + ": array 'w' of the .npz, [1, 6, 8]"))
+  EXPECT_TRUE(
+      has_text(r.err, "sg2 generate: note: --ws " + user("projected_w.npz") + ": array 'w' of the .npz, [1, 6, 8]"))
       << r.err;
   CliResult same = run_cli({"generate", "--network", model, "--device", "cpu", "--ws", user("projected_w_as.npy"),
                             "--format", "npy", "--outdir", dir + "/b"});
   ASSERT_EQ(same.status, 0) << describe(same);
   EXPECT_TRUE(same_bits(read_npy_tensor(dir + "/a/ws0000.npy"), read_npy_tensor(dir + "/b/ws0000.npy")));
 
-  CliResult one = run_cli({"generate", "--network", model, "--device", "cpu", "--ws", user("one_array.npz"), "--outdir", dir + "/c"});
+  CliResult one = run_cli(
+      {"generate", "--network", model, "--device", "cpu", "--ws", user("one_array.npz"), "--outdir", dir + "/c"});
   ASSERT_EQ(one.status, 0) << describe(one);
   EXPECT_TRUE(has_text(one.err, "array 'latents' of the .npz, [2, 8]")) << one.err;  // as stored (W rows)
   EXPECT_TRUE(has_text(one.out, "2 images")) << one.out;
 
-  CliResult two = run_cli({"generate", "--network", model, "--device", "cpu", "--ws", user("two_arrays.npz"), "--outdir", dir + "/d"});
+  CliResult two = run_cli(
+      {"generate", "--network", model, "--device", "cpu", "--ws", user("two_arrays.npz"), "--outdir", dir + "/d"});
   EXPECT_EQ(two.status, 1) << describe(two);
   EXPECT_TRUE(has_text(two.err, "an .npz with arrays 'a', 'b', none called 'w'")) << two.err;
-  CliResult zipped = run_cli({"generate", "--network", model, "--device", "cpu", "--ws", user("projected_w_compressed.npz"),
-                              "--outdir", dir + "/e"});
+  CliResult zipped = run_cli({"generate", "--network", model, "--device", "cpu", "--ws",
+                              user("projected_w_compressed.npz"), "--outdir", dir + "/e"});
   EXPECT_EQ(zipped.status, 1) << describe(zipped);
   EXPECT_TRUE(has_text(zipped.err, "a compressed .npz (numpy.savez_compressed) is not supported")) << zipped.err;
   for (const char* d : {"/d", "/e"}) EXPECT_FALSE(file_exists(dir + d));

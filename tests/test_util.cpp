@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <sstream>
 
-
 namespace sg2::test {
 
 std::string source_path(const std::string& rel) { return std::string(SG2_SOURCE_DIR) + "/" + rel; }
@@ -17,7 +16,8 @@ std::string temp_dir(const std::string& name) {
   const char* base = std::getenv("TMPDIR");
   std::string root = std::string(base && *base ? base : "/tmp") + "/sg2_tests_" + std::to_string(::getpid());
   const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string dir = root + "/" + (info ? std::string(info->test_suite_name()) + "." + info->name() : std::string("x")) + "_" + name;
+  std::string dir =
+      root + "/" + (info ? std::string(info->test_suite_name()) + "." + info->name() : std::string("x")) + "_" + name;
   std::string cmd = "rm -rf '" + dir + "'";
   if (std::system(cmd.c_str()) != 0) {
   }
@@ -60,7 +60,8 @@ DiffStats diff_stats(const Tensor& a, const Tensor& b, double tol) {
 ::testing::AssertionResult images_near(const Image8& a, const Image8& b, double max_frac, const std::string& label) {
   if (a.width != b.width || a.height != b.height || a.channels != b.channels)
     return ::testing::AssertionFailure() << label << ": image sizes differ (" << a.width << "x" << a.height << "x"
-                                         << a.channels << " vs " << b.width << "x" << b.height << "x" << b.channels << ")";
+                                         << a.channels << " vs " << b.width << "x" << b.height << "x" << b.channels
+                                         << ")";
   size_t off = 0, worst = 0;
   for (size_t i = 0; i < a.pixels.size(); ++i) {
     size_t d = size_t(std::abs(int(a.pixels[i]) - int(b.pixels[i])));

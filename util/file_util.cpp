@@ -8,8 +8,8 @@
 
 #include <array>
 #include <atomic>
-#include <csignal>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 
@@ -243,9 +243,23 @@ struct Sha256 {
       uint32_t s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22);
       uint32_t maj = (a & b) ^ (a & c) ^ (b & c);
       uint32_t t2 = s0 + maj;
-      hh = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
+      hh = g;
+      g = f;
+      f = e;
+      e = d + t1;
+      d = c;
+      c = b;
+      b = a;
+      a = t1 + t2;
     }
-    h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+    h[4] += e;
+    h[5] += f;
+    h[6] += g;
+    h[7] += hh;
   }
 
   void update(const uint8_t* p, size_t n) {
@@ -345,8 +359,8 @@ uint16_t float_to_half(float f) {
   uint32_t absx = x & 0x7fffffff;
   if (absx >= 0x7f800000) return uint16_t(sign | 0x7c00 | (absx > 0x7f800000 ? 0x200 : 0));
   if (absx >= 0x477ff000) return uint16_t(sign | 0x7c00);  // rounds to >= 65520 -> inf
-  if (absx < 0x38800000) {                                  // subnormal or zero in half
-    if (absx < 0x33000000) return uint16_t(sign);           // < 2^-25 rounds to 0
+  if (absx < 0x38800000) {                                 // subnormal or zero in half
+    if (absx < 0x33000000) return uint16_t(sign);          // < 2^-25 rounds to 0
     uint32_t e = absx >> 23;
     uint32_t m = (absx & 0x7fffff) | 0x800000;
     int shift = int(126 - e);  // value = m * 2^(e-150); in units of 2^-24: m >> (126 - e)

@@ -67,8 +67,7 @@ void unregister_temp(int slot);
 /// Writes a file atomically: `write` fills a TempFile, which is flushed and renamed onto `path`;
 /// on any failure the temporary is removed and the error is rethrown (Error(io) for write
 /// errors), so `path` is either the complete new file or untouched.
-void write_file_atomic(const std::string& path,
-                       const std::function<void(std::FILE*)>& write);
+void write_file_atomic(const std::string& path, const std::function<void(std::FILE*)>& write);
 void write_file_atomic(const std::string& path, const void* data, size_t size);
 
 /// Writes `size` bytes to `f`, throwing Error(io) mentioning `path` on a short write.
@@ -89,9 +88,7 @@ inline uint16_t load_le16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)
 inline uint32_t load_le32(const uint8_t* p) {
   return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
 }
-inline uint64_t load_le64(const uint8_t* p) {
-  return uint64_t(load_le32(p)) | (uint64_t(load_le32(p + 4)) << 32);
-}
+inline uint64_t load_le64(const uint8_t* p) { return uint64_t(load_le32(p)) | (uint64_t(load_le32(p + 4)) << 32); }
 
 /// IEEE half / bfloat16 -> float.
 float half_to_float(uint16_t h);

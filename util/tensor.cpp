@@ -11,13 +11,20 @@ namespace sg2 {
 
 const char* to_string(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::invalid_argument: return "invalid_argument";
-    case ErrorKind::bad_file: return "bad_file";
-    case ErrorKind::unsupported: return "unsupported";
-    case ErrorKind::io: return "io";
-    case ErrorKind::device: return "device";
-    case ErrorKind::out_of_memory: return "out_of_memory";
-    case ErrorKind::internal: return "internal";
+    case ErrorKind::invalid_argument:
+      return "invalid_argument";
+    case ErrorKind::bad_file:
+      return "bad_file";
+    case ErrorKind::unsupported:
+      return "unsupported";
+    case ErrorKind::io:
+      return "io";
+    case ErrorKind::device:
+      return "device";
+    case ErrorKind::out_of_memory:
+      return "out_of_memory";
+    case ErrorKind::internal:
+      return "internal";
   }
   return "unknown";
 }

@@ -25,7 +25,8 @@ std::string printable(std::string_view text, size_t max_len) {
 
 std::string name_list(const std::vector<std::string>& items, size_t max_items, size_t max_len) {
   std::string out;
-  for (size_t i = 0; i < items.size() && i < max_items; ++i) out += (i ? ", '" : "'") + printable(items[i], max_len) + "'";
+  for (size_t i = 0; i < items.size() && i < max_items; ++i)
+    out += (i ? ", '" : "'") + printable(items[i], max_len) + "'";
   if (items.size() > max_items) out += ", ... (" + std::to_string(items.size()) + " in all)";
   return out;
 }

@@ -23,12 +23,12 @@ const char* dtype_name(DType t);
 /// A tensor inside the checkpoint's bytes (never copied until to_float_tensor).
 struct ArrayView {
   DType dtype = DType::f32;
-  bool big_endian = false;         ///< bytes are big-endian (numpy '>' dtypes)
-  std::vector<int64_t> shape;      ///< PyTorch order; {} for a 0-d tensor
-  std::vector<int64_t> strides;    ///< in elements, one per dimension
-  int64_t offset = 0;              ///< in elements, from `data`
-  const uint8_t* data = nullptr;   ///< start of the storage
-  uint64_t storage_elements = 0;   ///< elements available from `data`
+  bool big_endian = false;        ///< bytes are big-endian (numpy '>' dtypes)
+  std::vector<int64_t> shape;     ///< PyTorch order; {} for a 0-d tensor
+  std::vector<int64_t> strides;   ///< in elements, one per dimension
+  int64_t offset = 0;             ///< in elements, from `data`
+  const uint8_t* data = nullptr;  ///< start of the storage
+  uint64_t storage_elements = 0;  ///< elements available from `data`
 };
 
 /// C-order (row-major) strides for `shape`.

@@ -22,11 +22,11 @@ struct Checkpoint {
   Checkpoint(const uint8_t* d, size_t n, std::string w)
       : what(std::move(w)), data(d), size(n), budget(pickle::Budget::for_file_size(n, what)), doc(&budget) {}
 
-  std::string what;            ///< the file's name, for messages
+  std::string what;  ///< the file's name, for messages
   const uint8_t* data;
   size_t size;
   Container container = Container::pickle;
-  int pickle_protocol = 0;     ///< of the top-level pickle (0: protocol 0/1 or unknown)
+  int pickle_protocol = 0;  ///< of the top-level pickle (0: protocol 0/1 or unknown)
   pickle::Budget budget;
   pickle::Document doc;
   std::unique_ptr<ZipArchive> zip;

@@ -31,7 +31,8 @@ std::string callable_for_message(const Node* obj) {
   std::string p = pickle::call_path(obj);
   if (p.empty()) return "a non-global callable";
   std::string shown = pickle::printable(p, 80);
-  if (p.rfind("posix.", 0) == 0 || p.rfind("nt.", 0) == 0) shown += " (os." + pickle::printable(p.substr(p.find('.') + 1), 40) + ")";
+  if (p.rfind("posix.", 0) == 0 || p.rfind("nt.", 0) == 0)
+    shown += " (os." + pickle::printable(p.substr(p.find('.') + 1), 40) + ")";
   return shown;
 }
 
@@ -59,7 +60,8 @@ Conversion from_tf(Checkpoint& ck, const Node* gs, const std::string& where) {
   const std::string name = network_name(gs);
   auto func = pickle::as_str(pickle::attr(gs, "build_func_name"));
   if (name == "D" || (func && func->rfind("D_", 0) == 0))
-    fail(ErrorKind::unsupported, ck.what, ": unsupported: a discriminator-only TensorFlow pickle (network '", name, "')");
+    fail(ErrorKind::unsupported, ck.what, ": unsupported: a discriminator-only TensorFlow pickle (network '", name,
+         "')");
   return convert_tf_generator(ck, gs, where);
 }
 
@@ -73,14 +75,17 @@ Conversion detect_and_convert(Checkpoint& ck) {
     bool all_tf = !items->empty();
     for (const Node* n : *items) all_tf = all_tf && is_tf_network(n);
     if (all_tf && items->size() == 3) return from_tf(ck, (*items)[2], "Gs");
-    if (all_tf) fail(ErrorKind::unsupported, what, ": unsupported: a tuple of ", items->size(), " TensorFlow networks (expected G, D, Gs)");
+    if (all_tf)
+      fail(ErrorKind::unsupported, what, ": unsupported: a tuple of ", items->size(),
+           " TensorFlow networks (expected G, D, Gs)");
     fail(ErrorKind::bad_file, what, ": not a recognised checkpoint: the pickle holds a ", pickle::describe(root));
   }
   if (is_tf_network(root)) return from_tf(ck, root, "network '" + network_name(root) + "'");
   if (pickle::is_dict_like(root)) {
     if (const Node* g = pickle::dict_get(root, "G_ema")) {
       if (pickle::is_none(g))
-        fail(ErrorKind::unsupported, what, ": unsupported: 'G_ema' is None; sg2 runs the EMA generator, never the training copy 'G'");
+        fail(ErrorKind::unsupported, what,
+             ": unsupported: 'G_ema' is None; sg2 runs the EMA generator, never the training copy 'G'");
       if (is_tf_network(g)) return from_tf(ck, g, "G_ema");
       if (pickle::is_dict_like(g)) {  // {'G_ema': G.state_dict()}: tensors without their modules
         if (is_official_state_dict(g)) fail_official_state_dict(what, "'G_ema' is ");
@@ -100,10 +105,13 @@ Conversion detect_and_convert(Checkpoint& ck) {
       return convert_rosinality(ck, nullptr, root, "generator state dict");
     if (is_official_state_dict(root)) fail_official_state_dict(what, "");
     if (pickle::dict_get(root, "G") || pickle::dict_get(root, "g"))
-      fail(ErrorKind::unsupported, what, ": unsupported: the checkpoint has a training generator ('G'/'g') but no EMA generator "
-                                         "('G_ema'/'g_ema'), which is what sg2 runs (keys ", pickle::key_list(root), ")");
+      fail(ErrorKind::unsupported, what,
+           ": unsupported: the checkpoint has a training generator ('G'/'g') but no EMA generator "
+           "('G_ema'/'g_ema'), which is what sg2 runs (keys ",
+           pickle::key_list(root), ")");
     if (pickle::dict_get(root, "D") || pickle::dict_get(root, "d"))
-      fail(ErrorKind::unsupported, what, ": unsupported: a discriminator-only checkpoint (keys ", pickle::key_list(root), ")");
+      fail(ErrorKind::unsupported, what, ": unsupported: a discriminator-only checkpoint (keys ",
+           pickle::key_list(root), ")");
     fail(ErrorKind::bad_file, what, ": not a recognised checkpoint: a dict with keys ", pickle::key_list(root),
          " (expected G_ema, Gs or g_ema)");
   }
@@ -112,7 +120,8 @@ Conversion detect_and_convert(Checkpoint& ck) {
     if (cls == "Generator") return convert_ada_generator(ck, root, "Generator");
     if (cls.find("Discriminator") != std::string::npos)
       fail(ErrorKind::unsupported, what, ": unsupported: a discriminator-only pickle (", pickle::printable(cls), ")");
-    fail(ErrorKind::unsupported, what, ": unsupported: a pickled '", pickle::printable(cls), "' network, not a generator");
+    fail(ErrorKind::unsupported, what, ": unsupported: a pickled '", pickle::printable(cls),
+         "' network, not a generator");
   }
   if (root != nullptr && root->kind == pickle::Kind::object)
     fail(ErrorKind::bad_file, what, ": not a checkpoint: its top-level value is a call to ", callable_for_message(root),

@@ -22,7 +22,8 @@ Conversion convert_tf_generator(Checkpoint& ck, const pickle::Node* gs, const st
 
 /// A rosinality generator state dict (`g_ema`) and, when present, `latent_avg` of the top-level
 /// dict (`top` may be nullptr).
-Conversion convert_rosinality(Checkpoint& ck, const pickle::Node* top, const pickle::Node* g_ema, const std::string& where);
+Conversion convert_rosinality(Checkpoint& ck, const pickle::Node* top, const pickle::Node* g_ema,
+                              const std::string& where);
 
 /// Finds the generator in the checkpoint's top-level value and converts it. Throws
 /// Error(unsupported) for StyleGAN1, StyleGAN3, discriminator-only files, SWAGAN, progressive

@@ -39,7 +39,8 @@ std::optional<Mod> as_module(const Node* n) {
     return Mod{state, std::string(*cls)};
   }
   // A module pickled the plain way: NEWOBJ(cls) + BUILD(__dict__).
-  if (n != nullptr && n->kind == pickle::Kind::object && n->state != nullptr && pickle::dict_get(n->state, "_modules") != nullptr) {
+  if (n != nullptr && n->kind == pickle::Kind::object && n->state != nullptr &&
+      pickle::dict_get(n->state, "_modules") != nullptr) {
     std::string cls = n->callable && n->callable->kind == pickle::Kind::global ? std::string(n->callable->s2) : "?";
     return Mod{n->state, cls};
   }
@@ -47,8 +48,8 @@ std::optional<Mod> as_module(const Node* n) {
 }
 
 struct Flat {
-  std::map<std::string, Mod> modules;             // "" = the generator, "synthesis.b4", ...
-  std::map<std::string, const Node*> tensors;     // official state-dict names
+  std::map<std::string, Mod> modules;                 // "" = the generator, "synthesis.b4", ...
+  std::map<std::string, const Node*> tensors;         // official state-dict names
   std::unordered_map<const Node*, std::string> seen;  // module state -> its path (each visited once)
 };
 
@@ -61,8 +62,8 @@ void flatten(const Mod& m, const std::string& prefix, int depth, Flat& flat, Che
   if (flat.modules.size() > 100000) fail(ErrorKind::bad_file, what, ": more than 100000 network modules");
   const auto [first, fresh] = flat.seen.emplace(m.state, prefix);
   if (!fresh)
-    fail(ErrorKind::bad_file, what, ": corrupt or hostile file: module '", prefix, "' is the same object as '", first->second,
-         "' (a StyleGAN2 generator shares no modules)");
+    fail(ErrorKind::bad_file, what, ": corrupt or hostile file: module '", prefix, "' is the same object as '",
+         first->second, "' (a StyleGAN2 generator shares no modules)");
   ck.budget.charge(prefix.size() + 160, "network modules");
   flat.modules[prefix] = m;
   const std::string dot = prefix.empty() ? "" : prefix + ".";
@@ -83,7 +84,8 @@ void flatten(const Mod& m, const std::string& prefix, int depth, Flat& flat, Che
     auto name = pickle::as_str(k);
     if (!name || pickle::is_none(v)) continue;
     auto child = as_module(v);
-    if (!child) fail(ErrorKind::bad_file, what, ": module '", dot, pickle::printable(*name), "' is a ", pickle::describe(v));
+    if (!child)
+      fail(ErrorKind::bad_file, what, ": module '", dot, pickle::printable(*name), "' is a ", pickle::describe(v));
     flatten(*child, dot + pickle::printable(*name, 80), depth + 1, flat, ck, what);
   }
 }
@@ -99,7 +101,9 @@ class AdaConverter {
     auto it = flat_.modules.find(module);
     return it == flat_.modules.end() ? nullptr : pickle::dict_get(it->second.state, key);
   }
-  std::optional<int64_t> get_int(const std::string& module, const char* key) const { return pickle::as_int(get(module, key)); }
+  std::optional<int64_t> get_int(const std::string& module, const char* key) const {
+    return pickle::as_int(get(module, key));
+  }
   std::optional<double> get_num(const std::string& module, const char* key) {
     return as_number(get(module, key), ck_.doc, what_);
   }
@@ -122,7 +126,8 @@ class AdaConverter {
   /// Dimension k of tensor `name`, which must have exactly `ndim` dimensions.
   int64_t dim(const std::string& name, size_t ndim, size_t k) {
     auto s = shape(name);
-    if (s.size() != ndim) fail(ErrorKind::bad_file, what_, ": tensor '", name, "' has shape ", shape_to_string(s), ", not ", ndim, "-d");
+    if (s.size() != ndim)
+      fail(ErrorKind::bad_file, what_, ": tensor '", name, "' has shape ", shape_to_string(s), ", not ", ndim, "-d");
     return s[k];
   }
   void expect_attr(const std::string& module, const char* key, int64_t derived) {
@@ -179,7 +184,8 @@ void AdaConverter::derive_mapping(ModelConfig& cfg, Conversion& out) {
       fail(ErrorKind::unsupported, what_, ": unsupported: ", m, " has weight_gain ", *wg, " and bias_gain ", *li,
            ", which no lr_multiplier explains");
     if (lr && std::fabs(*lr - *li) > 1e-6 * std::fabs(*lr))
-      fail(ErrorKind::unsupported, what_, ": unsupported: mapping layers with different lr_multipliers (", *lr, ", ", *li, ")");
+      fail(ErrorKind::unsupported, what_, ": unsupported: mapping layers with different lr_multipliers (", *lr, ", ",
+           *li, ")");
     lr = li;
     auto act = pickle::as_str(get(m, "activation"));
     if (act && !parse_activation(std::string(*act), &cfg.mapping.activation))
@@ -188,7 +194,8 @@ void AdaConverter::derive_mapping(ModelConfig& cfg, Conversion& out) {
   if (!lr) {
     lr = as_number(init_kw("mapping_kwargs", "lr_multiplier"), ck_.doc, what_);
     if (!lr) lr = 0.01;
-    out.notes.push_back(detail::concat("the mapping layers carry no gains: lr_multiplier ", *lr, " from the constructor kwargs or the default"));
+    out.notes.push_back(detail::concat("the mapping layers carry no gains: lr_multiplier ", *lr,
+                                       " from the constructor kwargs or the default"));
   }
   if (!(*lr > 0) || !std::isfinite(*lr)) fail(ErrorKind::bad_file, what_, ": mapping lr_multiplier ", *lr);
   cfg.mapping.lr_multiplier = static_cast<float>(*lr);
@@ -196,13 +203,15 @@ void AdaConverter::derive_mapping(ModelConfig& cfg, Conversion& out) {
 
 void AdaConverter::derive_synthesis(ModelConfig& cfg, Conversion& out) {
   if (has_module("synthesis.input"))
-    fail(ErrorKind::unsupported, what_, ": unsupported: a StyleGAN3 (alias-free) generator; sg2 runs StyleGAN2 networks");
+    fail(ErrorKind::unsupported, what_,
+         ": unsupported: a StyleGAN3 (alias-free) generator; sg2 runs StyleGAN2 networks");
   std::vector<int> blocks;
   for (int r = 4; r <= (1 << 14) && has_module("synthesis.b" + std::to_string(r)); r *= 2) blocks.push_back(r);
   if (blocks.empty()) {
     for (const auto& [path, m] : flat_.modules)
       if (m.cls == "SynthesisInput" || path.rfind("synthesis.L0_", 0) == 0)
-        fail(ErrorKind::unsupported, what_, ": unsupported: a StyleGAN3 (alias-free) generator; sg2 runs StyleGAN2 networks");
+        fail(ErrorKind::unsupported, what_,
+             ": unsupported: a StyleGAN3 (alias-free) generator; sg2 runs StyleGAN2 networks");
     fail(ErrorKind::unsupported, what_, ": unsupported: the synthesis network has no block b4");
   }
   cfg.img_resolution = blocks.back();
@@ -210,7 +219,8 @@ void AdaConverter::derive_synthesis(ModelConfig& cfg, Conversion& out) {
   cfg.num_ws = 2 * log2_exact(cfg.img_resolution) - 2;
   auto cs = shape("synthesis.b4.const");
   if (cs.size() != 3 || cs[1] != 4 || cs[2] != 4)
-    fail(ErrorKind::unsupported, what_, ": unsupported: synthesis.b4.const has shape ", shape_to_string(cs), " (non-square or custom input)");
+    fail(ErrorKind::unsupported, what_, ": unsupported: synthesis.b4.const has shape ", shape_to_string(cs),
+         " (non-square or custom input)");
   // Channels, image channels, architecture.
   bool all_torgb = true, any_skip = false, fp16_attr = false;
   for (int r : blocks) {
@@ -223,22 +233,24 @@ void AdaConverter::derive_synthesis(ModelConfig& cfg, Conversion& out) {
     if (fp16 && *fp16) cfg.synthesis.fp16_resolutions.push_back(r);
   }
   if (cs[0] != cfg.synthesis.channels[4])
-    fail(ErrorKind::unsupported, what_, ": unsupported: the 4x4 const has ", cs[0], " channels but b4.conv1 outputs ", cfg.synthesis.channels[4]);
+    fail(ErrorKind::unsupported, what_, ": unsupported: the 4x4 const has ", cs[0], " channels but b4.conv1 outputs ",
+         cfg.synthesis.channels[4]);
   const std::string last = "synthesis.b" + std::to_string(cfg.img_resolution);
-  if (!has_module(last + ".torgb")) fail(ErrorKind::unsupported, what_, ": unsupported: the last block has no torgb layer");
+  if (!has_module(last + ".torgb"))
+    fail(ErrorKind::unsupported, what_, ": unsupported: the last block has no torgb layer");
   cfg.img_channels = dim_int(dim(last + ".torgb.weight", 4, 0), what_, "the last torgb.weight");
   expect_attr("", "img_channels", cfg.img_channels);
   const Architecture inferred = all_torgb && blocks.size() > 1 ? Architecture::skip
-                                : any_skip                      ? Architecture::resnet
-                                : all_torgb                     ? Architecture::skip
-                                                                : Architecture::orig;
+                                : any_skip                     ? Architecture::resnet
+                                : all_torgb                    ? Architecture::skip
+                                                               : Architecture::orig;
   auto arch = pickle::as_str(get("synthesis.b4", "architecture"));
   cfg.synthesis.architecture = inferred;
   if (arch && !parse_architecture(std::string(*arch), &cfg.synthesis.architecture))
     fail(ErrorKind::unsupported, what_, ": unsupported: the blocks say architecture '", pickle::printable(*arch), "'");
   if (arch && cfg.synthesis.architecture != inferred && !(blocks.size() == 1))
-    fail(ErrorKind::unsupported, what_, ": unsupported: the blocks say architecture '", pickle::printable(*arch), "' but their layers form '",
-         to_string(inferred), "'");
+    fail(ErrorKind::unsupported, what_, ": unsupported: the blocks say architecture '", pickle::printable(*arch),
+         "' but their layers form '", to_string(inferred), "'");
   // Per-layer attributes: conv_clamp, use_noise, activation.
   std::optional<std::optional<double>> clamp;
   bool clamp_attr = false;
@@ -255,14 +267,17 @@ void AdaConverter::derive_synthesis(ModelConfig& cfg, Conversion& out) {
         v = as_number(c, ck_.doc, what_);
         if (!v || !(*v > 0)) fail(ErrorKind::bad_file, what_, ": ", m, ".conv_clamp is ", pickle::describe(c));
       }
-      if (clamp && *clamp != v) fail(ErrorKind::unsupported, what_, ": unsupported: layers with different conv_clamp values (", m, ")");
+      if (clamp && *clamp != v)
+        fail(ErrorKind::unsupported, what_, ": unsupported: layers with different conv_clamp values (", m, ")");
       clamp = v;
       if (std::string(layer) == "torgb") continue;
       auto act = pickle::as_str(get(m, "activation"));
-      if (act && *act != "lrelu") fail(ErrorKind::unsupported, what_, ": unsupported: synthesis activation '", pickle::printable(*act), "'");
+      if (act && *act != "lrelu")
+        fail(ErrorKind::unsupported, what_, ": unsupported: synthesis activation '", pickle::printable(*act), "'");
       auto un = pickle::as_bool(get(m, "use_noise"));
       const bool has = un ? *un : has_tensor(m + ".noise_const");
-      if (noise && *noise != has) fail(ErrorKind::unsupported, what_, ": unsupported: noise inputs in some layers only (", m, ")");
+      if (noise && *noise != has)
+        fail(ErrorKind::unsupported, what_, ": unsupported: noise inputs in some layers only (", m, ")");
       noise = has;
     }
   }
@@ -279,9 +294,11 @@ void AdaConverter::derive_synthesis(ModelConfig& cfg, Conversion& out) {
   }
   if (!fp16_attr) {
     auto n = as_number(init_kw("synthesis_kwargs", "num_fp16_res"), ck_.doc, what_);
-    cfg.synthesis.fp16_resolutions =
-        fp16_resolutions(cfg.img_resolution, n ? whole_number(*n, what_, "num_fp16_res") : sg3_ ? 4 : 0);
-    out.notes.push_back("the blocks carry no use_fp16 attribute: fp16 blocks from the constructor kwargs or the default");
+    cfg.synthesis.fp16_resolutions = fp16_resolutions(cfg.img_resolution, n ? whole_number(*n, what_, "num_fp16_res")
+                                                                          : sg3_ ? 4
+                                                                                 : 0);
+    out.notes.push_back(
+        "the blocks carry no use_fp16 attribute: fp16 blocks from the constructor kwargs or the default");
   }
   cfg.synthesis.use_noise = noise.value_or(true);
   // The resample filter: every buffer that is used (upsampling blocks r >= 8, their conv0 and
@@ -298,7 +315,8 @@ void AdaConverter::derive_synthesis(ModelConfig& cfg, Conversion& out) {
     auto it = flat_.tensors.find(name);
     if (it == flat_.tensors.end()) continue;
     Tensor f = ck_.tensors->read(it->second, name);
-    if (!filter) filter = f;
+    if (!filter)
+      filter = f;
     else if (f.shape() != filter->shape() || f.vec() != filter->vec())
       fail(ErrorKind::unsupported, what_, ": unsupported: layers use different resample filters (", name, ")");
   }
@@ -320,11 +338,13 @@ Conversion AdaConverter::run(const Node* g) {
   if (!G) fail(ErrorKind::bad_file, what_, ": the generator is a ", pickle::describe(g), ", not a network module");
   flatten(*G, "", 0, flat_, ck_, what_);
   if (!has_module("mapping") || !has_module("synthesis"))
-    fail(ErrorKind::unsupported, what_, ": unsupported: a '", pickle::printable(G->cls), "' without mapping and synthesis networks");
+    fail(ErrorKind::unsupported, what_, ": unsupported: a '", pickle::printable(G->cls),
+         "' without mapping and synthesis networks");
   // stylegan3-repo StyleGAN2 (training/networks_stylegan2.py) vs stylegan2-ada-pytorch.
   const Node* init = get("", "_init_kwargs");
   sg3_ = get("synthesis.b4", "fused_modconv_default") != nullptr || get("synthesis", "num_fp16_res") != nullptr ||
-         pickle::dict_get(init, "channel_base") != nullptr || pickle::dict_get(init, "fused_modconv_default") != nullptr;
+         pickle::dict_get(init, "channel_base") != nullptr ||
+         pickle::dict_get(init, "fused_modconv_default") != nullptr;
   Conversion out;
   out.family = sg3_ ? "stylegan3" : "stylegan2-ada-pytorch";
   ModelConfig& cfg = out.model.config;

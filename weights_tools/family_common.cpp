@@ -25,7 +25,8 @@ int log2_exact(int64_t v) {
 }
 
 std::vector<float> pretty_taps(const std::vector<double>& taps, const std::string& what) {
-  if (taps.empty() || taps.size() > 64) fail(ErrorKind::unsupported, what, ": unsupported: a resample filter with ", taps.size(), " taps");
+  if (taps.empty() || taps.size() > 64)
+    fail(ErrorKind::unsupported, what, ": unsupported: a resample filter with ", taps.size(), " taps");
   double sum = 0, min_abs = 0;
   for (double t : taps) {
     if (!std::isfinite(t)) fail(ErrorKind::bad_file, what, ": the resample filter has a non-finite tap");
@@ -65,12 +66,14 @@ std::vector<float> filter_taps(const Tensor& f, const std::string& what) {
       total += v;
       peak = std::max(peak, std::fabs(v));
     }
-  if (total == 0 || !std::isfinite(total)) fail(ErrorKind::unsupported, what, ": unsupported: a resample_filter summing to 0");
+  if (total == 0 || !std::isfinite(total))
+    fail(ErrorKind::unsupported, what, ": unsupported: a resample_filter summing to 0");
   // f = outer(t, t) with sum(t) = 1 (normalised) gives rows == cols == t.
   for (int64_t i = 0; i < k; ++i)
     for (int64_t j = 0; j < k; ++j) {
       const double expect = rows[static_cast<size_t>(i)] * cols[static_cast<size_t>(j)] / total;
-      if (std::fabs(expect - f[i * k + j]) > 1e-5 * peak || std::fabs(rows[static_cast<size_t>(i)] - cols[static_cast<size_t>(i)]) > 1e-5 * std::fabs(total))
+      if (std::fabs(expect - f[i * k + j]) > 1e-5 * peak ||
+          std::fabs(rows[static_cast<size_t>(i)] - cols[static_cast<size_t>(i)]) > 1e-5 * std::fabs(total))
         fail(ErrorKind::unsupported, what, ": unsupported: non-separable resample filter ", f.shape_str(),
              " (it is not the outer product of one 1-D filter with itself)");
     }
@@ -111,8 +114,8 @@ void check_converted(const Model& model, const std::string& what) {
   const auto problems = validate_model(model);
   if (problems.empty()) return;
   std::ostringstream os;
-  os << what << ": the converted generator is inconsistent (" << problems.size() << " problem" << (problems.size() > 1 ? "s" : "")
-     << "): ";
+  os << what << ": the converted generator is inconsistent (" << problems.size() << " problem"
+     << (problems.size() > 1 ? "s" : "") << "): ";
   for (size_t i = 0; i < problems.size() && i < 3; ++i) {
     std::string d = problems[i].detail;
     std::replace(d.begin(), d.end(), '\n', ' ');

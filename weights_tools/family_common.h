@@ -13,11 +13,11 @@ namespace sg2::weights {
 
 /// The result of one family converter.
 struct Conversion {
-  Model model;                      ///< config and float32 tensors under official names
-  std::string family;               ///< stylegan2-ada-pytorch | stylegan3 | stylegan2-tf | stylegan2-ada-tf | rosinality
-  std::string generator;            ///< where the generator was found ("G_ema", "Gs (tuple item 2)", "g_ema")
-  bool w_avg_missing = false;       ///< the source had no w_avg; mapping.w_avg holds zeros until estimated
-  std::vector<std::string> notes;   ///< facts worth reporting (ignored kwargs, defaults used, ...)
+  Model model;                     ///< config and float32 tensors under official names
+  std::string family;              ///< stylegan2-ada-pytorch | stylegan3 | stylegan2-tf | stylegan2-ada-tf | rosinality
+  std::string generator;           ///< where the generator was found ("G_ema", "Gs (tuple item 2)", "g_ema")
+  bool w_avg_missing = false;      ///< the source had no w_avg; mapping.w_avg holds zeros until estimated
+  std::vector<std::string> notes;  ///< facts worth reporting (ignored kwargs, defaults used, ...)
   std::vector<std::string> warnings;  ///< what a user must hear and the model does not record (ignored variables)
   std::vector<std::string> config_warnings;  ///< the same for facts the model's config records (no stored noise maps)
   std::map<std::string, int> stored_dtypes;  ///< how many source tensors were stored in each dtype

@@ -48,7 +48,8 @@ class RosinalityConverter {
     auto v = ck_.tensors->view(it->second, n);
     if (!v) fail(ErrorKind::bad_file, what_, ": '", n, "' is a ", pickle::describe(it->second), ", not a tensor");
     if (v->shape != expect)
-      fail(ErrorKind::bad_file, what_, ": '", n, "' has shape ", shape_to_string(v->shape), ", expected ", shape_to_string(expect));
+      fail(ErrorKind::bad_file, what_, ": '", n, "' has shape ", shape_to_string(v->shape), ", expected ",
+           shape_to_string(expect));
     used_[n] = true;
     dtypes_[dtype_name(v->dtype)]++;
     return to_float_tensor(*v, ck_.budget, ck_.what + ": tensor '" + n + "'").reshaped(out_shape);
@@ -63,7 +64,8 @@ class RosinalityConverter {
 
 Conversion RosinalityConverter::run(const Node* top, const Node* g_ema) {
   std::vector<std::pair<const Node*, const Node*>> items;
-  if (!pickle::dict_items(g_ema, &items)) fail(ErrorKind::bad_file, what_, ": g_ema is a ", pickle::describe(g_ema), ", not a state dict");
+  if (!pickle::dict_items(g_ema, &items))
+    fail(ErrorKind::bad_file, what_, ": g_ema is a ", pickle::describe(g_ema), ", not a state dict");
   for (const auto& [k, v] : items) {
     auto name = pickle::as_str(k);
     if (!name) fail(ErrorKind::bad_file, what_, ": a state dict key is a ", pickle::describe(k));
@@ -75,7 +77,8 @@ Conversion RosinalityConverter::run(const Node* top, const Node* g_ema) {
       fail(ErrorKind::unsupported, what_, ": unsupported: a SWAGAN (wavelet) generator (", name, ")");
   }
   if (!has("style.1.weight") || !has("input.input") || !has("conv1.conv.weight"))
-    fail(ErrorKind::unsupported, what_, ": unsupported: not a rosinality StyleGAN2 generator state dict (keys ", pickle::key_list(g_ema), ")");
+    fail(ErrorKind::unsupported, what_, ": unsupported: not a rosinality StyleGAN2 generator state dict (keys ",
+         pickle::key_list(g_ema), ")");
   Conversion out;
   out.family = "rosinality";
   ModelConfig& cfg = out.model.config;
@@ -83,7 +86,8 @@ Conversion RosinalityConverter::run(const Node* top, const Node* g_ema) {
   int M = 0;
   while (has("style." + std::to_string(M + 1) + ".weight")) ++M;
   auto s1 = shape("style.1.weight");
-  if (s1.size() != 2 || s1[0] != s1[1]) fail(ErrorKind::unsupported, what_, ": unsupported: style.1.weight of shape ", shape_to_string(s1));
+  if (s1.size() != 2 || s1[0] != s1[1])
+    fail(ErrorKind::unsupported, what_, ": unsupported: style.1.weight of shape ", shape_to_string(s1));
   const int64_t D = s1[0];
   cfg.z_dim = cfg.w_dim = dim_int(D, what_, "style.1.weight");
   cfg.mapping.num_layers = M;
@@ -93,7 +97,8 @@ Conversion RosinalityConverter::run(const Node* top, const Node* g_ema) {
   int n_convs = 0;
   while (has("convs." + std::to_string(n_convs) + ".conv.weight")) ++n_convs;
   const int log2s = n_convs / 2 + 2;
-  if (n_convs % 2 != 0 || log2s > 14) fail(ErrorKind::bad_file, what_, ": ", n_convs, " convs layers cannot form a generator");
+  if (n_convs % 2 != 0 || log2s > 14)
+    fail(ErrorKind::bad_file, what_, ": ", n_convs, " convs layers cannot form a generator");
   cfg.img_resolution = 1 << log2s;
   cfg.num_ws = 2 * log2s - 2;
   // The noise buffers noises.noise_0 ... noise_{num_ws-2}: all of them, or none at all (state dicts
@@ -101,21 +106,26 @@ Conversion RosinalityConverter::run(const Node* top, const Node* g_ema) {
   std::vector<std::string> missing_noise;
   int n_noise = 0;
   for (int j = 0; j < cfg.num_ws - 1; ++j) {
-    if (has("noises.noise_" + std::to_string(j))) ++n_noise;
-    else missing_noise.push_back("noises.noise_" + std::to_string(j));
+    if (has("noises.noise_" + std::to_string(j)))
+      ++n_noise;
+    else
+      missing_noise.push_back("noises.noise_" + std::to_string(j));
   }
   if (n_noise > 0 && !missing_noise.empty())
     fail(ErrorKind::bad_file, what_, ": the state dict lacks ", name_list(missing_noise, 4), " (", n_noise, " of the ",
-         cfg.num_ws - 1, " noise buffers of a ", cfg.img_resolution, "x", cfg.img_resolution, " generator are present)");
+         cfg.num_ws - 1, " noise buffers of a ", cfg.img_resolution, "x", cfg.img_resolution,
+         " generator are present)");
   if (n_noise == 0) {
     cfg.noise_const_missing = true;
-    out.config_warnings.push_back("the state dict has no noises.* buffers: noise_const is zeros, so noise mode const adds no "
-                           "noise (the same as none); rosinality's generate.py draws random noise (noise mode random)");
+    out.config_warnings.push_back(
+        "the state dict has no noises.* buffers: noise_const is zeros, so noise mode const adds no "
+        "noise (the same as none); rosinality's generate.py draws random noise (noise mode random)");
   }
   cfg.synthesis.use_noise = true;
   cfg.synthesis.architecture = Architecture::skip;
   auto c1 = shape("conv1.conv.weight");
-  if (c1.size() != 5 || c1[0] != 1) fail(ErrorKind::bad_file, what_, ": conv1.conv.weight has shape ", shape_to_string(c1));
+  if (c1.size() != 5 || c1[0] != 1)
+    fail(ErrorKind::bad_file, what_, ": conv1.conv.weight has shape ", shape_to_string(c1));
   cfg.synthesis.channels[4] = dim_int(c1[1], what_, "conv1.conv.weight");
   for (int k = 0; k < n_convs / 2; ++k) {
     auto w = shape("convs." + std::to_string(2 * k) + ".conv.weight");
@@ -124,7 +134,8 @@ Conversion RosinalityConverter::run(const Node* top, const Node* g_ema) {
   }
   auto rgb = shape("to_rgb1.conv.weight");
   if (rgb.size() != 5) fail(ErrorKind::bad_file, what_, ": to_rgb1.conv.weight is not 5-d");
-  if (rgb[1] == 12) fail(ErrorKind::unsupported, what_, ": unsupported: a SWAGAN (wavelet) generator (12-channel to_rgb)");
+  if (rgb[1] == 12)
+    fail(ErrorKind::unsupported, what_, ": unsupported: a SWAGAN (wavelet) generator (12-channel to_rgb)");
   cfg.img_channels = dim_int(rgb[1], what_, "to_rgb1.conv.weight");
   // Resample filter from the blur / upsample kernels (outer(k, k) / sum * up^2).
   std::optional<Tensor> filter;
@@ -137,7 +148,8 @@ Conversion RosinalityConverter::run(const Node* top, const Node* g_ema) {
     double sum = 0;
     for (float v : f.vec()) sum += v;
     for (float& v : f.vec()) v = static_cast<float>(v / sum);
-    if (!filter) filter = f;
+    if (!filter)
+      filter = f;
     else if (f.shape() != filter->shape() || f.vec() != filter->vec())
       fail(ErrorKind::unsupported, what_, ": unsupported: different blur kernels (", name, ")");
   }
@@ -186,7 +198,8 @@ Conversion RosinalityConverter::run(const Node* top, const Node* g_ema) {
   torgb("to_rgb1.", "synthesis.b4.torgb.", C4);
   for (int k = 0; k < n_convs / 2; ++k) {
     const int64_t r = int64_t(1) << (k + 3);
-    const int64_t C = cfg.synthesis.channels[static_cast<int>(r)], Cin = cfg.synthesis.channels[static_cast<int>(r / 2)];
+    const int64_t C = cfg.synthesis.channels[static_cast<int>(r)],
+                  Cin = cfg.synthesis.channels[static_cast<int>(r / 2)];
     const std::string b = "synthesis.b" + std::to_string(r) + ".";
     layer("convs." + std::to_string(2 * k) + ".", b + "conv0.", Cin, C, 2 * k + 1, r);
     layer("convs." + std::to_string(2 * k + 1) + ".", b + "conv1.", C, C, 2 * k + 2, r);
@@ -194,7 +207,8 @@ Conversion RosinalityConverter::run(const Node* top, const Node* g_ema) {
   }
   for (const auto& [name, node] : sd_) {
     (void)node;
-    if (!used_.count(name)) fail(ErrorKind::unsupported, what_, ": unsupported: unexpected tensor '", name, "' (a modified network?)");
+    if (!used_.count(name))
+      fail(ErrorKind::unsupported, what_, ": unsupported: unexpected tensor '", name, "' (a modified network?)");
   }
   out.stored_dtypes = dtypes_;
   return out;

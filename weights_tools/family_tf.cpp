@@ -62,12 +62,14 @@ class TfConverter {
     auto it = vars_.find(v);
     if (it == vars_.end()) fail(ErrorKind::bad_file, what_, ": the TensorFlow generator has no variable '", v, "'");
     auto view = ck_.tensors->view(it->second, v);
-    if (!view) fail(ErrorKind::bad_file, what_, ": variable '", v, "' is a ", pickle::describe(it->second), ", not an array");
+    if (!view)
+      fail(ErrorKind::bad_file, what_, ": variable '", v, "' is a ", pickle::describe(it->second), ", not an array");
     return view->shape;
   }
   Tensor read(const std::string& v, const std::vector<int64_t>& expect) {
     if (shape(v) != expect)
-      fail(ErrorKind::bad_file, what_, ": variable '", v, "' has shape ", shape_to_string(shape(v)), ", expected ", shape_to_string(expect));
+      fail(ErrorKind::bad_file, what_, ": variable '", v, "' has shape ", shape_to_string(shape(v)), ", expected ",
+           shape_to_string(expect));
     auto view = ck_.tensors->view(vars_.at(v), v);
     dtypes_[dtype_name(view->dtype)]++;
     used_[v] = true;
@@ -76,10 +78,10 @@ class TfConverter {
 
   Checkpoint& ck_;
   std::string what_;
-  std::vector<const Node*> nets_;             // Gs first, then its components
-  std::map<const Node*, std::string> seen_;   // network -> its prefix (each visited once)
-  std::map<std::string, const Node*> vars_;   // "mapping/Dense0/weight", "dlatent_avg", ...
-  std::map<std::string, bool> top_level_;     // variables of a network's own scope (no '/' in the local name)
+  std::vector<const Node*> nets_;            // Gs first, then its components
+  std::map<const Node*, std::string> seen_;  // network -> its prefix (each visited once)
+  std::map<std::string, const Node*> vars_;  // "mapping/Dense0/weight", "dlatent_avg", ...
+  std::map<std::string, bool> top_level_;    // variables of a network's own scope (no '/' in the local name)
   std::map<std::string, bool> used_;
   std::map<std::string, int> dtypes_;
 };
@@ -87,14 +89,15 @@ class TfConverter {
 void TfConverter::collect(const std::string& prefix, const Node* net, int depth) {
   if (depth > 4) fail(ErrorKind::bad_file, what_, ": TensorFlow networks nested too deeply");
   if (!pickle::is_call(net, "dnnlib.tflib.network.Network"))
-    fail(ErrorKind::bad_file, what_, ": component '", prefix, "' is a ", pickle::describe(net), ", not a TensorFlow network");
+    fail(ErrorKind::bad_file, what_, ": component '", prefix, "' is a ", pickle::describe(net),
+         ", not a TensorFlow network");
   // Each network once: the memo lets `components` name one child many times, and a tree of such
   // references grows exponentially with depth (200 per level, 4 levels: 1.6e9 visits). A StyleGAN2
   // generator shares no component.
   const auto [first, fresh] = seen_.emplace(net, prefix);
   if (!fresh)
-    fail(ErrorKind::bad_file, what_, ": corrupt or hostile file: component '", prefix, "' is the same network as '", first->second,
-         "' (a StyleGAN2 generator shares no components)");
+    fail(ErrorKind::bad_file, what_, ": corrupt or hostile file: component '", prefix, "' is the same network as '",
+         first->second, "' (a StyleGAN2 generator shares no components)");
   nets_.push_back(net);
   const auto* vars = pickle::as_seq(pickle::attr(net, "variables"));
   if (vars == nullptr) fail(ErrorKind::bad_file, what_, ": network '", prefix, "' has no variable list");
@@ -120,8 +123,8 @@ void TfConverter::collect(const std::string& prefix, const Node* net, int depth)
 Conversion TfConverter::run(const Node* gs) {
   auto version = pickle::as_int(pickle::attr(gs, "version"));
   if (version && *version < 4)
-    fail(ErrorKind::unsupported, what_, ": unsupported: a StyleGAN (v1) era TensorFlow pickle (network version ", *version,
-         "); sg2 reads StyleGAN2 pickles (versions 4 and 5)");
+    fail(ErrorKind::unsupported, what_, ": unsupported: a StyleGAN (v1) era TensorFlow pickle (network version ",
+         *version, "); sg2 reads StyleGAN2 pickles (versions 4 and 5)");
   collect("", gs, 0);
   for (const auto& [name, node] : vars_) {
     (void)node;
@@ -141,14 +144,16 @@ Conversion TfConverter::run(const Node* gs) {
   if (has("synthesis/4x4/Const/const")) {
     auto cs = shape("synthesis/4x4/Const/const");
     if (cs.size() == 4 && cs[2] != cs[3])
-      rect += std::string(rect.empty() ? "" : ", ") + "a " + std::to_string(cs[2]) + "x" + std::to_string(cs[3]) + " const";
+      rect +=
+          std::string(rect.empty() ? "" : ", ") + "a " + std::to_string(cs[2]) + "x" + std::to_string(cs[3]) + " const";
   }
   if (!rect.empty())
-    fail(ErrorKind::unsupported, what_, ": unsupported: a rectangular (non-square) generator from a StyleGAN2 fork (", rect,
-         "); sg2 runs square StyleGAN2 networks");
+    fail(ErrorKind::unsupported, what_, ": unsupported: a rectangular (non-square) generator from a StyleGAN2 fork (",
+         rect, "); sg2 runs square StyleGAN2 networks");
   if (!has("synthesis/4x4/Conv/mod_weight"))
     fail(ErrorKind::unsupported, what_, ": unsupported: the TensorFlow network '",
-         pickle::printable(pickle::as_str(pickle::attr(gs, "name")).value_or("?")), "' is not a StyleGAN2 generator (no synthesis/4x4/Conv/mod_weight)");
+         pickle::printable(pickle::as_str(pickle::attr(gs, "name")).value_or("?")),
+         "' is not a StyleGAN2 generator (no synthesis/4x4/Conv/mod_weight)");
   Conversion out;
   ModelConfig& cfg = out.model.config;
   cfg.synthesis.channels.clear();
@@ -157,7 +162,8 @@ Conversion TfConverter::run(const Node* gs) {
     auto f = pickle::as_str(pickle::attr(n, "build_func_name"));
     if (f && (*f == "G_synthesis" || *f == "G_synthesis_stylegan2")) synth_func = f;
   }
-  const bool ada = (version && *version >= 5) || (synth_func && *synth_func == "G_synthesis") || kwarg("conv_clamp") || kwarg("num_fp16_res");
+  const bool ada = (version && *version >= 5) || (synth_func && *synth_func == "G_synthesis") || kwarg("conv_clamp") ||
+                   kwarg("num_fp16_res");
   out.family = ada ? "stylegan2-ada-tf" : "stylegan2-tf";
   auto kw_num = [&](const char* key) -> std::optional<double> {
     const Node* v = kwarg(key);
@@ -200,10 +206,12 @@ Conversion TfConverter::run(const Node* gs) {
   }
   if (auto nl = pickle::as_bool(kwarg("normalize_latents")); nl && !*nl)
     fail(ErrorKind::unsupported, what_, ": unsupported: normalize_latents=False");
-  if (kw_str("nonlinearity", "lrelu") != "lrelu") fail(ErrorKind::unsupported, what_, ": unsupported: synthesis nonlinearity");
+  if (kw_str("nonlinearity", "lrelu") != "lrelu")
+    fail(ErrorKind::unsupported, what_, ": unsupported: synthesis nonlinearity");
   // Synthesis: blocks, channels, architecture.
   int R = 4;
-  while (R < (1 << 14) && has("synthesis/" + std::to_string(R * 2) + "x" + std::to_string(R * 2) + "/Conv1/weight")) R *= 2;
+  while (R < (1 << 14) && has("synthesis/" + std::to_string(R * 2) + "x" + std::to_string(R * 2) + "/Conv1/weight"))
+    R *= 2;
   cfg.img_resolution = R;
   cfg.num_ws = 2 * log2_exact(R) - 2;
   if (auto res = kw_num("resolution"); res && whole_number(*res, what_, "resolution") != R)
@@ -229,7 +237,8 @@ Conversion TfConverter::run(const Node* gs) {
     fail(ErrorKind::unsupported, what_, ": unsupported: architecture kwarg '", pickle::printable(arch),
          "' but the variables form '", to_string(inferred), "'");
   if (auto c = kw_num("conv_clamp")) cfg.synthesis.conv_clamp = static_cast<float>(*c);
-  cfg.synthesis.fp16_resolutions = fp16_resolutions(R, whole_number(kw_num("num_fp16_res").value_or(0), what_, "num_fp16_res"));
+  cfg.synthesis.fp16_resolutions =
+      fp16_resolutions(R, whole_number(kw_num("num_fp16_res").value_or(0), what_, "num_fp16_res"));
   cfg.synthesis.use_noise = has("synthesis/noise0");
   if (auto un = pickle::as_bool(kwarg("use_noise")); un && *un != cfg.synthesis.use_noise)
     fail(ErrorKind::bad_file, what_, ": use_noise kwarg contradicts the noise variables");
@@ -257,7 +266,8 @@ Conversion TfConverter::run(const Node* gs) {
     T["mapping.embed.bias"] = read("mapping/LabelEmbed/bias", {E});
   }
   for (int i = 0; i < L; ++i) {
-    const int64_t in = i == 0 ? cfg.z_dim + E : cfg.mapping.layer_features, o = i == L - 1 ? W : cfg.mapping.layer_features;
+    const int64_t in = i == 0 ? cfg.z_dim + E : cfg.mapping.layer_features,
+                  o = i == L - 1 ? W : cfg.mapping.layer_features;
     const std::string d = "mapping/Dense" + std::to_string(i) + "/";
     T["mapping.fc" + std::to_string(i) + ".weight"] = dense_from_tf(read(d + "weight", {in, o}));
     T["mapping.fc" + std::to_string(i) + ".bias"] = read(d + "bias", {o});
@@ -270,7 +280,8 @@ Conversion TfConverter::run(const Node* gs) {
   }
   const int64_t C4 = cfg.synthesis.channels[4];
   T["synthesis.b4.const"] = read("synthesis/4x4/Const/const", {1, C4, 4, 4}).reshaped({C4, 4, 4});
-  auto layer = [&](const std::string& tf, const std::string& pt, int64_t ci, int64_t co, int64_t k, bool flip, int noise, int res) {
+  auto layer = [&](const std::string& tf, const std::string& pt, int64_t ci, int64_t co, int64_t k, bool flip,
+                   int noise, int res) {
     Tensor mb = read(tf + "mod_bias", {ci});
     for (float& v : mb.vec()) v += 1.0f;
     T[pt + "weight"] = conv_from_tf(read(tf + "weight", {k, k, ci, co}), flip);
@@ -292,7 +303,8 @@ Conversion TfConverter::run(const Node* gs) {
     } else {
       layer(tb + "Conv0_up/", pb + "conv0.", Cin, C, 3, true, 2 * k - 5, r);
       layer(tb + "Conv1/", pb + "conv1.", C, C, 3, false, 2 * k - 4, r);
-      if (cfg.synthesis.architecture == Architecture::resnet) T[pb + "skip.weight"] = conv_from_tf(read(tb + "Skip/weight", {1, 1, Cin, C}), true);
+      if (cfg.synthesis.architecture == Architecture::resnet)
+        T[pb + "skip.weight"] = conv_from_tf(read(tb + "Skip/weight", {1, 1, Cin, C}), true);
     }
     if (skip || r == R) layer(tb + "ToRGB/", pb + "torgb.", C, cfg.img_channels, 1, false, -1, r);
   }
@@ -312,8 +324,10 @@ Conversion TfConverter::run(const Node* gs) {
          view ? " of shape " + shape_to_string(view->shape) : std::string(), " (a modified network?)");
   }
   if (!ignored.empty())
-    out.warnings.push_back("ignored " + std::string(ignored.size() == 1 ? "a TensorFlow variable" : "TensorFlow variables") + " the generator does not use: " +
-                           name_list(ignored, 4) + " (scalars outside its layers, training state; the official legacy.py "
+    out.warnings.push_back("ignored " +
+                           std::string(ignored.size() == 1 ? "a TensorFlow variable" : "TensorFlow variables") +
+                           " the generator does not use: " + name_list(ignored, 4) +
+                           " (scalars outside its layers, training state; the official legacy.py "
                            "ignores them too)");
   out.stored_dtypes = dtypes_;
   return out;

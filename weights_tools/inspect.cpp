@@ -6,12 +6,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "util/file_util.h"
-#include "sg2/error.h"
 #include "sg2/convert.h"
+#include "sg2/error.h"
+#include "util/file_util.h"
+#include "util/text_util.h"
 #include "weights_tools/pickle.h"
 #include "weights_tools/read_checkpoint.h"
-#include "util/text_util.h"
 
 namespace sg2 {
 
@@ -61,8 +61,9 @@ InspectReport inspect_file(const std::string& path) {
     r.w_avg_present = true;
     r.stored_dtypes["float32"] = static_cast<int>(m.tensors.size());
     if (m.config.noise_const_missing)
-      r.warnings.push_back("the source stored no noise maps: noise_const is zeros, so noise mode const adds no noise "
-                           "(the same as none)");
+      r.warnings.push_back(
+          "the source stored no noise maps: noise_const is zeros, so noise mode const adds no noise "
+          "(the same as none)");
     return r;
   }
   ConvertResult c = weights::read_checkpoint_file(path);
@@ -136,18 +137,21 @@ std::string inspect_to_text(const InspectReport& r) {
   auto row = [&](const char* k, const std::string& v) { os << "  " << std::left << std::setw(18) << k << v << "\n"; };
   os << r.file << "\n";
   row("format", r.format + ", " + std::to_string(r.file_size) + " bytes");
-  row("family", detail::printable(r.family, 80) + (r.generator.empty() ? "" : " (" + detail::printable(r.generator, 80) + ")"));
+  row("family",
+      detail::printable(r.family, 80) + (r.generator.empty() ? "" : " (" + detail::printable(r.generator, 80) + ")"));
   row("resolution", std::to_string(c.img_resolution) + "x" + std::to_string(c.img_resolution) + ", " +
                         std::to_string(c.img_channels) + " channel" + (c.img_channels == 1 ? "" : "s"));
   row("num_ws", std::to_string(c.num_ws));
   row("z_dim / w_dim", std::to_string(c.z_dim) + " / " + std::to_string(c.w_dim));
-  row("c_dim", c.c_dim > 0 ? std::to_string(c.c_dim) + " (conditional, embed " + std::to_string(c.mapping.embed_features) + ")"
-                           : std::string("0 (unconditional)"));
+  row("c_dim", c.c_dim > 0
+                   ? std::to_string(c.c_dim) + " (conditional, embed " + std::to_string(c.mapping.embed_features) + ")"
+                   : std::string("0 (unconditional)"));
   row("mapping", std::to_string(c.mapping.num_layers) + " layers, width " + std::to_string(c.mapping.layer_features) +
                      ", lr_multiplier " + fmt_float(c.mapping.lr_multiplier) + ", " + to_string(c.mapping.activation));
   row("architecture", to_string(c.synthesis.architecture));
   std::string ch;
-  for (const auto& [res, n] : c.synthesis.channels) ch += (ch.empty() ? "" : ", ") + std::to_string(res) + ":" + std::to_string(n);
+  for (const auto& [res, n] : c.synthesis.channels)
+    ch += (ch.empty() ? "" : ", ") + std::to_string(res) + ":" + std::to_string(n);
   row("channels", ch);
   std::string fp16;
   for (int res : c.synthesis.fp16_resolutions) fp16 += (fp16.empty() ? "" : ", ") + std::to_string(res);
@@ -160,12 +164,14 @@ std::string inspect_to_text(const InspectReport& r) {
     row("noise buffers", "none stored (noise_const is zeros: noise mode const adds no noise)");
   } else if (c.synthesis.use_noise) {
     std::string noise = std::to_string(r.noise_buffers.size()) + " noise_const maps (";
-    for (size_t i = 0; i < r.noise_buffers.size(); ++i) noise += (i ? ", " : "") + std::to_string(r.noise_buffers[i].resolution);
+    for (size_t i = 0; i < r.noise_buffers.size(); ++i)
+      noise += (i ? ", " : "") + std::to_string(r.noise_buffers[i].resolution);
     row("noise buffers", noise + ")");
   } else {
     row("noise buffers", "none (use_noise off)");
   }
-  row("w_avg", !r.w_avg_present ? "absent (sg2 convert estimates it: mean mapping output over 10000 z from RandomState(0))"
+  row("w_avg", !r.w_avg_present
+                   ? "absent (sg2 convert estimates it: mean mapping output over 10000 z from RandomState(0))"
                : r.w_avg_estimated ? "estimated, norm " + fmt_float(r.w_avg_norm)
                                    : "stored, norm " + fmt_float(r.w_avg_norm));
   row("parameters", std::to_string(r.parameter_count));

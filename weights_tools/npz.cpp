@@ -22,11 +22,13 @@ std::vector<std::pair<std::string, NpyArray>> read_npz(const std::string& path) 
     if (e.name.size() < 5 || e.name.compare(e.name.size() - 4, 4, ".npy") != 0)
       fail(ErrorKind::bad_file, path, ": not an .npz file: member '", shown, "' is not a .npy array");
     if (e.method != 0)
-      fail(ErrorKind::unsupported, path, ": a compressed .npz (numpy.savez_compressed) is not supported. HINT: save it "
+      fail(ErrorKind::unsupported, path,
+           ": a compressed .npz (numpy.savez_compressed) is not supported. HINT: save it "
            "with numpy.savez or numpy.save");
     const std::string_view bytes = zip.data(e);
-    out.emplace_back(pickle::printable(e.name.substr(0, e.name.size() - 4), 200),
-                     parse_npy(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path + ": array '" + shown + "'"));
+    out.emplace_back(
+        pickle::printable(e.name.substr(0, e.name.size() - 4), 200),
+        parse_npy(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path + ": array '" + shown + "'"));
   }
   if (out.empty()) fail(ErrorKind::bad_file, path, ": an .npz file without arrays");
   return out;

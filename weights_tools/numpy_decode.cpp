@@ -66,21 +66,32 @@ std::optional<NumpyDType> numpy_dtype(const Node* n, const std::string& what) {
   if (!code) fail(ErrorKind::bad_file, what, ": numpy dtype without a type code");
   NumpyDType d;
   const std::string c(*code);
-  if (c == "f4") d.type = DType::f32;
-  else if (c == "f8") d.type = DType::f64;
-  else if (c == "f2") d.type = DType::f16;
-  else if (c == "i1") d.type = DType::i8;
-  else if (c == "u1") d.type = DType::u8;
-  else if (c == "i2") d.type = DType::i16;
-  else if (c == "i4") d.type = DType::i32;
-  else if (c == "i8") d.type = DType::i64;
-  else if (c == "b1") d.type = DType::boolean;
-  else fail(ErrorKind::unsupported, what, ": unsupported: numpy dtype '", pickle::printable(c), "'");
+  if (c == "f4")
+    d.type = DType::f32;
+  else if (c == "f8")
+    d.type = DType::f64;
+  else if (c == "f2")
+    d.type = DType::f16;
+  else if (c == "i1")
+    d.type = DType::i8;
+  else if (c == "u1")
+    d.type = DType::u8;
+  else if (c == "i2")
+    d.type = DType::i16;
+  else if (c == "i4")
+    d.type = DType::i32;
+  else if (c == "i8")
+    d.type = DType::i64;
+  else if (c == "b1")
+    d.type = DType::boolean;
+  else
+    fail(ErrorKind::unsupported, what, ": unsupported: numpy dtype '", pickle::printable(c), "'");
   // State (version, byteorder, subarray, names, fields, elsize, alignment, flags[, metadata]).
   if (const Node* st = n->state) {
     if (const auto* items = pickle::as_seq(st); items != nullptr && items->size() >= 2) {
       if (auto order = pickle::as_str((*items)[1])) {
-        if (*order == ">") d.big_endian = true;
+        if (*order == ">")
+          d.big_endian = true;
         else if (*order != "<" && *order != "|" && *order != "=")
           fail(ErrorKind::bad_file, what, ": numpy dtype with byte order '", pickle::printable(*order), "'");
       }
@@ -184,8 +195,8 @@ std::optional<ArrayView> numpy_array(const Node* n, pickle::Document& doc, const
   const int64_t numel = checked_numel(v.shape, what);
   const uint64_t es = static_cast<uint64_t>(dtype_size(v.dtype));
   if (static_cast<uint64_t>(numel) > raw->size() / es || static_cast<uint64_t>(numel) * es != raw->size())
-    fail(ErrorKind::bad_file, what, ": numpy array ", shape_to_string(v.shape), " of ", dtype_name(v.dtype), " holds ", raw->size(),
-         " bytes, not ", numel, " elements of ", es, " bytes");
+    fail(ErrorKind::bad_file, what, ": numpy array ", shape_to_string(v.shape), " of ", dtype_name(v.dtype), " holds ",
+         raw->size(), " bytes, not ", numel, " elements of ", es, " bytes");
   v.strides = contiguous_strides(v.shape);
   if (fortran) {  // column-major: stride 1 on the first dimension
     int64_t acc = 1;

@@ -78,75 +78,144 @@ std::string big_integer_bytes(const Node* n) {
 
 const char* opcode_name(uint8_t op) {
   switch (op) {
-    case '(': return "MARK";
-    case '.': return "STOP";
-    case '0': return "POP";
-    case '1': return "POP_MARK";
-    case '2': return "DUP";
-    case 'F': return "FLOAT";
-    case 'I': return "INT";
-    case 'J': return "BININT";
-    case 'K': return "BININT1";
-    case 'L': return "LONG";
-    case 'M': return "BININT2";
-    case 'N': return "NONE";
-    case 'P': return "PERSID";
-    case 'Q': return "BINPERSID";
-    case 'R': return "REDUCE";
-    case 'S': return "STRING";
-    case 'T': return "BINSTRING";
-    case 'U': return "SHORT_BINSTRING";
-    case 'V': return "UNICODE";
-    case 'X': return "BINUNICODE";
-    case 'a': return "APPEND";
-    case 'b': return "BUILD";
-    case 'c': return "GLOBAL";
-    case 'd': return "DICT";
-    case '}': return "EMPTY_DICT";
-    case 'e': return "APPENDS";
-    case 'g': return "GET";
-    case 'h': return "BINGET";
-    case 'i': return "INST";
-    case 'j': return "LONG_BINGET";
-    case 'l': return "LIST";
-    case ']': return "EMPTY_LIST";
-    case 'o': return "OBJ";
-    case 'p': return "PUT";
-    case 'q': return "BINPUT";
-    case 'r': return "LONG_BINPUT";
-    case 's': return "SETITEM";
-    case 't': return "TUPLE";
-    case ')': return "EMPTY_TUPLE";
-    case 'u': return "SETITEMS";
-    case 'G': return "BINFLOAT";
-    case 0x80: return "PROTO";
-    case 0x81: return "NEWOBJ";
-    case 0x82: return "EXT1";
-    case 0x83: return "EXT2";
-    case 0x84: return "EXT4";
-    case 0x85: return "TUPLE1";
-    case 0x86: return "TUPLE2";
-    case 0x87: return "TUPLE3";
-    case 0x88: return "NEWTRUE";
-    case 0x89: return "NEWFALSE";
-    case 0x8a: return "LONG1";
-    case 0x8b: return "LONG4";
-    case 'B': return "BINBYTES";
-    case 'C': return "SHORT_BINBYTES";
-    case 0x8c: return "SHORT_BINUNICODE";
-    case 0x8d: return "BINUNICODE8";
-    case 0x8e: return "BINBYTES8";
-    case 0x8f: return "EMPTY_SET";
-    case 0x90: return "ADDITEMS";
-    case 0x91: return "FROZENSET";
-    case 0x92: return "NEWOBJ_EX";
-    case 0x93: return "STACK_GLOBAL";
-    case 0x94: return "MEMOIZE";
-    case 0x95: return "FRAME";
-    case 0x96: return "BYTEARRAY8";
-    case 0x97: return "NEXT_BUFFER";
-    case 0x98: return "READONLY_BUFFER";
-    default: return nullptr;
+    case '(':
+      return "MARK";
+    case '.':
+      return "STOP";
+    case '0':
+      return "POP";
+    case '1':
+      return "POP_MARK";
+    case '2':
+      return "DUP";
+    case 'F':
+      return "FLOAT";
+    case 'I':
+      return "INT";
+    case 'J':
+      return "BININT";
+    case 'K':
+      return "BININT1";
+    case 'L':
+      return "LONG";
+    case 'M':
+      return "BININT2";
+    case 'N':
+      return "NONE";
+    case 'P':
+      return "PERSID";
+    case 'Q':
+      return "BINPERSID";
+    case 'R':
+      return "REDUCE";
+    case 'S':
+      return "STRING";
+    case 'T':
+      return "BINSTRING";
+    case 'U':
+      return "SHORT_BINSTRING";
+    case 'V':
+      return "UNICODE";
+    case 'X':
+      return "BINUNICODE";
+    case 'a':
+      return "APPEND";
+    case 'b':
+      return "BUILD";
+    case 'c':
+      return "GLOBAL";
+    case 'd':
+      return "DICT";
+    case '}':
+      return "EMPTY_DICT";
+    case 'e':
+      return "APPENDS";
+    case 'g':
+      return "GET";
+    case 'h':
+      return "BINGET";
+    case 'i':
+      return "INST";
+    case 'j':
+      return "LONG_BINGET";
+    case 'l':
+      return "LIST";
+    case ']':
+      return "EMPTY_LIST";
+    case 'o':
+      return "OBJ";
+    case 'p':
+      return "PUT";
+    case 'q':
+      return "BINPUT";
+    case 'r':
+      return "LONG_BINPUT";
+    case 's':
+      return "SETITEM";
+    case 't':
+      return "TUPLE";
+    case ')':
+      return "EMPTY_TUPLE";
+    case 'u':
+      return "SETITEMS";
+    case 'G':
+      return "BINFLOAT";
+    case 0x80:
+      return "PROTO";
+    case 0x81:
+      return "NEWOBJ";
+    case 0x82:
+      return "EXT1";
+    case 0x83:
+      return "EXT2";
+    case 0x84:
+      return "EXT4";
+    case 0x85:
+      return "TUPLE1";
+    case 0x86:
+      return "TUPLE2";
+    case 0x87:
+      return "TUPLE3";
+    case 0x88:
+      return "NEWTRUE";
+    case 0x89:
+      return "NEWFALSE";
+    case 0x8a:
+      return "LONG1";
+    case 0x8b:
+      return "LONG4";
+    case 'B':
+      return "BINBYTES";
+    case 'C':
+      return "SHORT_BINBYTES";
+    case 0x8c:
+      return "SHORT_BINUNICODE";
+    case 0x8d:
+      return "BINUNICODE8";
+    case 0x8e:
+      return "BINBYTES8";
+    case 0x8f:
+      return "EMPTY_SET";
+    case 0x90:
+      return "ADDITEMS";
+    case 0x91:
+      return "FROZENSET";
+    case 0x92:
+      return "NEWOBJ_EX";
+    case 0x93:
+      return "STACK_GLOBAL";
+    case 0x94:
+      return "MEMOIZE";
+    case 0x95:
+      return "FRAME";
+    case 0x96:
+      return "BYTEARRAY8";
+    case 0x97:
+      return "NEXT_BUFFER";
+    case 0x98:
+      return "READONLY_BUFFER";
+    default:
+      return nullptr;
   }
 }
 
@@ -154,21 +223,37 @@ namespace {
 
 const char* kind_name(Kind k) {
   switch (k) {
-    case Kind::none: return "None";
-    case Kind::boolean: return "bool";
-    case Kind::integer: case Kind::big_integer: return "int";
-    case Kind::floating: return "float";
-    case Kind::string: return "str";
-    case Kind::bytes: return "bytes";
-    case Kind::bytearray: return "bytearray";
-    case Kind::tuple: return "tuple";
-    case Kind::list: return "list";
-    case Kind::dict: return "dict";
-    case Kind::set: return "set";
-    case Kind::frozenset: return "frozenset";
-    case Kind::global: return "global";
-    case Kind::object: return "object";
-    case Kind::persistent_id: return "persistent id";
+    case Kind::none:
+      return "None";
+    case Kind::boolean:
+      return "bool";
+    case Kind::integer:
+    case Kind::big_integer:
+      return "int";
+    case Kind::floating:
+      return "float";
+    case Kind::string:
+      return "str";
+    case Kind::bytes:
+      return "bytes";
+    case Kind::bytearray:
+      return "bytearray";
+    case Kind::tuple:
+      return "tuple";
+    case Kind::list:
+      return "list";
+    case Kind::dict:
+      return "dict";
+    case Kind::set:
+      return "set";
+    case Kind::frozenset:
+      return "frozenset";
+    case Kind::global:
+      return "global";
+    case Kind::object:
+      return "object";
+    case Kind::persistent_id:
+      return "persistent id";
   }
   return "?";
 }
@@ -186,16 +271,36 @@ bool decode_py_string_literal(std::string_view line, std::string* out) {
     if (++i >= body.size()) return false;
     char e = body[i];
     switch (e) {
-      case 'n': *out += '\n'; break;
-      case 't': *out += '\t'; break;
-      case 'r': *out += '\r'; break;
-      case '\\': *out += '\\'; break;
-      case '\'': *out += '\''; break;
-      case '"': *out += '"'; break;
-      case 'a': *out += '\a'; break;
-      case 'b': *out += '\b'; break;
-      case 'f': *out += '\f'; break;
-      case 'v': *out += '\v'; break;
+      case 'n':
+        *out += '\n';
+        break;
+      case 't':
+        *out += '\t';
+        break;
+      case 'r':
+        *out += '\r';
+        break;
+      case '\\':
+        *out += '\\';
+        break;
+      case '\'':
+        *out += '\'';
+        break;
+      case '"':
+        *out += '"';
+        break;
+      case 'a':
+        *out += '\a';
+        break;
+      case 'b':
+        *out += '\b';
+        break;
+      case 'f':
+        *out += '\f';
+        break;
+      case 'v':
+        *out += '\v';
+        break;
       case 'x': {
         if (i + 2 >= body.size()) return false;
         unsigned v = 0;
@@ -209,7 +314,8 @@ bool decode_py_string_literal(std::string_view line, std::string* out) {
         if (e >= '0' && e <= '7') {
           unsigned v = 0;
           size_t k = 0;
-          while (k < 3 && i + k < body.size() && body[i + k] >= '0' && body[i + k] <= '7') v = v * 8 + unsigned(body[i + k++] - '0');
+          while (k < 3 && i + k < body.size() && body[i + k] >= '0' && body[i + k] <= '7')
+            v = v * 8 + unsigned(body[i + k++] - '0');
           *out += static_cast<char>(v & 0xff);
           i += k - 1;
         } else {
@@ -268,13 +374,14 @@ class Machine {
  private:
   [[noreturn]] void broken(const std::string& detail) const {
     const char* name = opcode_name(op_);
-    fail(ErrorKind::bad_file, what_, ": corrupt pickle at byte ", base_ + op_pos_, " (opcode ", name ? name : "?", "): ", detail);
+    fail(ErrorKind::bad_file, what_, ": corrupt pickle at byte ", base_ + op_pos_, " (opcode ", name ? name : "?",
+         "): ", detail);
   }
   [[noreturn]] void truncated(uint64_t want) const {
     const char* name = opcode_name(op_);
-    fail(ErrorKind::bad_file, what_, ": truncated: the ", name ? name : "?", " opcode at byte ", base_ + op_pos_, " needs ", want,
-         " more byte", want == 1 ? "" : "s", " but only ", n_ - pos_, " remain", n_ - pos_ == 1 ? "s" : "",
-         " (the file is cut short or corrupt)");
+    fail(ErrorKind::bad_file, what_, ": truncated: the ", name ? name : "?", " opcode at byte ", base_ + op_pos_,
+         " needs ", want, " more byte", want == 1 ? "" : "s", " but only ", n_ - pos_, " remain",
+         n_ - pos_ == 1 ? "s" : "", " (the file is cut short or corrupt)");
   }
   void need(uint64_t k) const {
     if (k > n_ - pos_) truncated(k);
@@ -364,7 +471,8 @@ class Machine {
     if (raw.size() <= 8) {
       uint64_t v = 0;
       for (size_t k = 0; k < raw.size(); ++k) v |= uint64_t(static_cast<uint8_t>(raw[k])) << (8 * k);
-      if (!raw.empty() && raw.size() < 8 && (static_cast<uint8_t>(raw.back()) & 0x80)) v |= ~uint64_t(0) << (8 * raw.size());
+      if (!raw.empty() && raw.size() < 8 && (static_cast<uint8_t>(raw.back()) & 0x80))
+        v |= ~uint64_t(0) << (8 * raw.size());
       return make_int(static_cast<int64_t>(v));
     }
     Node* t = node(Kind::big_integer);
@@ -392,7 +500,8 @@ class Machine {
   Node* text_big_int(std::string_view digits) {
     std::string_view magnitude = digits;
     if (!magnitude.empty() && magnitude[0] == '-') magnitude.remove_prefix(1);
-    if (magnitude.empty() || magnitude.size() > 4300 || magnitude.find_first_not_of("0123456789") != std::string_view::npos)
+    if (magnitude.empty() || magnitude.size() > 4300 ||
+        magnitude.find_first_not_of("0123456789") != std::string_view::npos)
       broken("not an integer: '" + printable(digits) + "'");
     Node* t = node(Kind::big_integer);
     t->s = digits;
@@ -402,7 +511,8 @@ class Machine {
   uint64_t text_index(std::string_view s) {
     uint64_t v = 0;
     auto r = std::from_chars(s.data(), s.data() + s.size(), v, 10);
-    if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size()) broken("bad memo index '" + printable(s) + "'");
+    if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size())
+      broken("bad memo index '" + printable(s) + "'");
     return v;
   }
   void memo_put(uint64_t idx, Node* v) {
@@ -483,23 +593,42 @@ Node* Machine::run(size_t* end) {
         marks_.push_back(stack_.size());
         break;
       case '0':  // POP
-        if (stack_.size() > fence()) stack_.pop_back();
-        else pop_mark();
+        if (stack_.size() > fence())
+          stack_.pop_back();
+        else
+          pop_mark();
         break;
-      case '1': pop_mark(); break;  // POP_MARK
-      case '2': push(top()); break;  // DUP
-      case 'N': push(node(Kind::none)); break;
-      case 0x88: case 0x89: {  // NEWTRUE / NEWFALSE
+      case '1':
+        pop_mark();
+        break;  // POP_MARK
+      case '2':
+        push(top());
+        break;  // DUP
+      case 'N':
+        push(node(Kind::none));
+        break;
+      case 0x88:
+      case 0x89: {  // NEWTRUE / NEWFALSE
         Node* b = node(Kind::boolean);
         b->i = op_ == 0x88 ? 1 : 0;
         push(b);
         break;
       }
-      case 'J': push(make_int(static_cast<int32_t>(u32()))); break;  // BININT
-      case 'K': push(make_int(u8())); break;                          // BININT1
-      case 'M': push(make_int(u16())); break;                         // BININT2
-      case 'I': push(text_int(line(), false)); break;                 // INT
-      case 'L': push(text_int(line(), true)); break;                  // LONG
+      case 'J':
+        push(make_int(static_cast<int32_t>(u32())));
+        break;  // BININT
+      case 'K':
+        push(make_int(u8()));
+        break;  // BININT1
+      case 'M':
+        push(make_int(u16()));
+        break;  // BININT2
+      case 'I':
+        push(text_int(line(), false));
+        break;  // INT
+      case 'L':
+        push(text_int(line(), true));
+        break;      // LONG
       case 0x8a: {  // LONG1
         uint8_t k = u8();
         push(make_long(view(k)));
@@ -526,27 +655,34 @@ Node* Machine::run(size_t* end) {
         std::string_view s = line();
         double v = 0;
         auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-        if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size()) broken("not a float: '" + printable(s) + "'");
+        if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size())
+          broken("not a float: '" + printable(s) + "'");
         Node* f = node(Kind::floating);
         f->f = v;
         push(f);
         break;
       }
-      case 'C': case 'B': case 0x8e: case 0x96: {  // SHORT_BINBYTES, BINBYTES, BINBYTES8, BYTEARRAY8
+      case 'C':
+      case 'B':
+      case 0x8e:
+      case 0x96: {  // SHORT_BINBYTES, BINBYTES, BINBYTES8, BYTEARRAY8
         uint64_t k = op_ == 'C' ? u8() : op_ == 'B' ? u32() : u64();
         Node* b = node(op_ == 0x96 ? Kind::bytearray : Kind::bytes);
         b->s = view(k);
         push(b);
         break;
       }
-      case 0x8c: case 'X': case 0x8d: {  // SHORT_BINUNICODE, BINUNICODE, BINUNICODE8
+      case 0x8c:
+      case 'X':
+      case 0x8d: {  // SHORT_BINUNICODE, BINUNICODE, BINUNICODE8
         uint64_t k = op_ == 0x8c ? u8() : op_ == 'X' ? u32() : u64();
         Node* s = node(Kind::string);
         s->s = view(k);
         push(s);
         break;
       }
-      case 'U': case 'T': {  // SHORT_BINSTRING, BINSTRING: Python 2 str, raw bytes read as latin-1
+      case 'U':
+      case 'T': {  // SHORT_BINSTRING, BINSTRING: Python 2 str, raw bytes read as latin-1
         int64_t k = op_ == 'U' ? u8() : static_cast<int32_t>(u32());
         if (k < 0) broken("negative string length " + std::to_string(k));
         Node* s = node(Kind::string);
@@ -572,10 +708,18 @@ Node* Machine::run(size_t* end) {
         push(s);
         break;
       }
-      case ')': push(node(Kind::tuple)); break;
-      case ']': push(node(Kind::list)); break;
-      case '}': push(node(Kind::dict)); break;
-      case 0x8f: push(node(Kind::set)); break;
+      case ')':
+        push(node(Kind::tuple));
+        break;
+      case ']':
+        push(node(Kind::list));
+        break;
+      case '}':
+        push(node(Kind::dict));
+        break;
+      case 0x8f:
+        push(node(Kind::set));
+        break;
       case 0x85: {
         Node* a = pop();
         push(make_seq(Kind::tuple, {a}));
@@ -594,9 +738,15 @@ Node* Machine::run(size_t* end) {
         push(make_seq(Kind::tuple, {a, b, c}));
         break;
       }
-      case 't': push(make_seq(Kind::tuple, pop_mark())); break;
-      case 'l': push(make_seq(Kind::list, pop_mark())); break;
-      case 0x91: push(make_seq(Kind::frozenset, pop_mark())); break;
+      case 't':
+        push(make_seq(Kind::tuple, pop_mark()));
+        break;
+      case 'l':
+        push(make_seq(Kind::list, pop_mark()));
+        break;
+      case 0x91:
+        push(make_seq(Kind::frozenset, pop_mark()));
+        break;
       case 'd': {
         std::vector<Node*> kv = pop_mark();
         Node* d = node(Kind::dict);
@@ -647,14 +797,16 @@ Node* Machine::run(size_t* end) {
       case 'R': {  // REDUCE: recorded, never called
         Node* args = pop();
         Node* callable = pop();
-        if (args->kind != Kind::tuple) broken(std::string("REDUCE arguments must be a tuple, not a ") + kind_name(args->kind));
+        if (args->kind != Kind::tuple)
+          broken(std::string("REDUCE arguments must be a tuple, not a ") + kind_name(args->kind));
         push(make_object(Make::reduce, callable, args));
         break;
       }
       case 0x81: {  // NEWOBJ
         Node* args = pop();
         Node* cls = pop();
-        if (args->kind != Kind::tuple) broken(std::string("NEWOBJ arguments must be a tuple, not a ") + kind_name(args->kind));
+        if (args->kind != Kind::tuple)
+          broken(std::string("NEWOBJ arguments must be a tuple, not a ") + kind_name(args->kind));
         push(make_object(Make::newobj, cls, args));
         break;
       }
@@ -697,18 +849,36 @@ Node* Machine::run(size_t* end) {
         push(make_pid(pid));
         break;
       }
-      case 0x94: memo_put(memo_.size(), top()); break;  // MEMOIZE
-      case 'p': memo_put(text_index(line()), top()); break;
-      case 'q': memo_put(u8(), top()); break;
-      case 'r': memo_put(u32(), top()); break;
-      case 'g': push(memo_get(text_index(line()))); break;
-      case 'h': push(memo_get(u8())); break;
-      case 'j': push(memo_get(u32())); break;
-      case 0x98: top(); break;  // READONLY_BUFFER: no effect on a recorded value
+      case 0x94:
+        memo_put(memo_.size(), top());
+        break;  // MEMOIZE
+      case 'p':
+        memo_put(text_index(line()), top());
+        break;
+      case 'q':
+        memo_put(u8(), top());
+        break;
+      case 'r':
+        memo_put(u32(), top());
+        break;
+      case 'g':
+        push(memo_get(text_index(line())));
+        break;
+      case 'h':
+        push(memo_get(u8()));
+        break;
+      case 'j':
+        push(memo_get(u32()));
+        break;
+      case 0x98:
+        top();
+        break;  // READONLY_BUFFER: no effect on a recorded value
       case 0x97:
         fail(ErrorKind::unsupported, what_, ": unsupported: the pickle uses out-of-band buffers (NEXT_BUFFER at byte ",
              base_ + op_pos_, ")");
-      case 0x82: case 0x83: case 0x84:
+      case 0x82:
+      case 0x83:
+      case 0x84:
         fail(ErrorKind::unsupported, what_, ": unsupported: the pickle uses the copyreg extension registry (",
              opcode_name(op_), " at byte ", base_ + op_pos_, ")");
       default: {
@@ -717,7 +887,8 @@ Node* Machine::run(size_t* end) {
         b += hex[op_ >> 4];
         b += hex[op_ & 15];
         if (op_ >= 0x20 && op_ < 0x7f) b += std::string(" '") + static_cast<char>(op_) + "'";
-        fail(ErrorKind::bad_file, what_, ": corrupt pickle: byte ", base_ + op_pos_, " (", b, ") is not a pickle opcode");
+        fail(ErrorKind::bad_file, what_, ": corrupt pickle: byte ", base_ + op_pos_, " (", b,
+             ") is not a pickle opcode");
       }
     }
   }

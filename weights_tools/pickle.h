@@ -37,23 +37,23 @@ namespace sg2::pickle {
 /// Kinds of values the machine builds.
 enum class Kind : uint8_t {
   none,
-  boolean,      ///< i = 0 / 1
-  integer,      ///< i (fits int64)
-  big_integer,  ///< i = 0: s = raw little-endian two's complement bytes (LONG1/LONG4 longer than 8
-                ///< bytes); i = 1: s = the decimal digits, maybe after '-' (text INT/LONG beyond
-                ///< 64 bits, kept unconverted: see big_integer_bytes())
-  floating,     ///< f
-  string,       ///< s = UTF-8 text (str)
-  bytes,        ///< s = raw bytes (bytes; BINSTRING of protocol 0-2 are decoded as latin-1 strings)
-  bytearray,    ///< s = raw bytes
-  tuple,        ///< items
-  list,         ///< items
-  dict,         ///< entries, in insertion order; a repeated key is appended (lookups take the last)
-  set,          ///< items
-  frozenset,    ///< items
-  global,       ///< s = module, s2 = qualified name (GLOBAL / STACK_GLOBAL / INST class)
-  object,       ///< callable(args [, kwargs]) recorded, never called; state from BUILD
-  persistent_id,///< args = the pid value (PERSID / BINPERSID); resolved by torch.save readers
+  boolean,        ///< i = 0 / 1
+  integer,        ///< i (fits int64)
+  big_integer,    ///< i = 0: s = raw little-endian two's complement bytes (LONG1/LONG4 longer than 8
+                  ///< bytes); i = 1: s = the decimal digits, maybe after '-' (text INT/LONG beyond
+                  ///< 64 bits, kept unconverted: see big_integer_bytes())
+  floating,       ///< f
+  string,         ///< s = UTF-8 text (str)
+  bytes,          ///< s = raw bytes (bytes; BINSTRING of protocol 0-2 are decoded as latin-1 strings)
+  bytearray,      ///< s = raw bytes
+  tuple,          ///< items
+  list,           ///< items
+  dict,           ///< entries, in insertion order; a repeated key is appended (lookups take the last)
+  set,            ///< items
+  frozenset,      ///< items
+  global,         ///< s = module, s2 = qualified name (GLOBAL / STACK_GLOBAL / INST class)
+  object,         ///< callable(args [, kwargs]) recorded, never called; state from BUILD
+  persistent_id,  ///< args = the pid value (PERSID / BINPERSID); resolved by torch.save readers
 };
 
 /// How an object node was made.
@@ -66,16 +66,16 @@ struct Node {
   Make make = Make::reduce;
   int64_t i = 0;
   double f = 0.0;
-  std::string_view s;   ///< string / bytes / big integer / global module
-  std::string_view s2;  ///< global name
-  std::vector<Node*> items;                        ///< tuple, list, set; appended items of an object
-  std::vector<std::pair<Node*, Node*>> entries;    ///< dict; SETITEM(S) applied to an object
-  Node* callable = nullptr;  ///< object: the callable (usually a global)
-  Node* args = nullptr;      ///< object: the argument tuple (INST/OBJ: a tuple built from the mark);
-                             ///< persistent_id: the pid value
-  Node* kwargs = nullptr;    ///< object: NEWOBJ_EX keyword arguments
-  Node* state = nullptr;     ///< BUILD state (the last BUILD wins)
-  size_t offset = 0;         ///< absolute byte offset of the opcode that made the node (for messages)
+  std::string_view s;                            ///< string / bytes / big integer / global module
+  std::string_view s2;                           ///< global name
+  std::vector<Node*> items;                      ///< tuple, list, set; appended items of an object
+  std::vector<std::pair<Node*, Node*>> entries;  ///< dict; SETITEM(S) applied to an object
+  Node* callable = nullptr;                      ///< object: the callable (usually a global)
+  Node* args = nullptr;    ///< object: the argument tuple (INST/OBJ: a tuple built from the mark);
+                           ///< persistent_id: the pid value
+  Node* kwargs = nullptr;  ///< object: NEWOBJ_EX keyword arguments
+  Node* state = nullptr;   ///< BUILD state (the last BUILD wins)
+  size_t offset = 0;       ///< absolute byte offset of the opcode that made the node (for messages)
 };
 
 /// Memory accounting shared by every pickle and tensor decoded from one file. The default limit is

@@ -33,7 +33,8 @@ std::string call_path(const Node* n) {
 }
 
 bool is_call(const Node* n, std::string_view path) {
-  if (n == nullptr || n->kind != Kind::object || n->callable == nullptr || n->callable->kind != Kind::global) return false;
+  if (n == nullptr || n->kind != Kind::object || n->callable == nullptr || n->callable->kind != Kind::global)
+    return false;
   return global_path(n->callable) == path;
 }
 
@@ -135,25 +136,40 @@ bool is_none(const Node* n) { return n != nullptr && n->kind == Kind::none; }
 std::string describe(const Node* n) {
   if (n == nullptr) return "nothing";
   switch (n->kind) {
-    case Kind::none: return "None";
-    case Kind::boolean: return n->i ? "True" : "False";
-    case Kind::integer: return "int " + std::to_string(n->i);
+    case Kind::none:
+      return "None";
+    case Kind::boolean:
+      return n->i ? "True" : "False";
+    case Kind::integer:
+      return "int " + std::to_string(n->i);
     case Kind::big_integer:
-      return n->i == 1 ? "a " + std::to_string(n->s.size()) + "-digit int" : "a " + std::to_string(n->s.size() * 8) + "-bit int";
-    case Kind::floating: return "float " + std::to_string(n->f);
-    case Kind::string: return "str '" + printable(n->s, 40) + "'";
-    case Kind::bytes: return "bytes (" + std::to_string(n->s.size()) + ")";
-    case Kind::bytearray: return "bytearray (" + std::to_string(n->s.size()) + ")";
-    case Kind::tuple: return "tuple of " + std::to_string(n->items.size());
-    case Kind::list: return "list of " + std::to_string(n->items.size());
-    case Kind::dict: return "dict (" + std::to_string(n->entries.size()) + " keys)";
-    case Kind::set: case Kind::frozenset: return "set of " + std::to_string(n->items.size());
-    case Kind::global: return "global " + printable(global_path(n), 80);
+      return n->i == 1 ? "a " + std::to_string(n->s.size()) + "-digit int"
+                       : "a " + std::to_string(n->s.size() * 8) + "-bit int";
+    case Kind::floating:
+      return "float " + std::to_string(n->f);
+    case Kind::string:
+      return "str '" + printable(n->s, 40) + "'";
+    case Kind::bytes:
+      return "bytes (" + std::to_string(n->s.size()) + ")";
+    case Kind::bytearray:
+      return "bytearray (" + std::to_string(n->s.size()) + ")";
+    case Kind::tuple:
+      return "tuple of " + std::to_string(n->items.size());
+    case Kind::list:
+      return "list of " + std::to_string(n->items.size());
+    case Kind::dict:
+      return "dict (" + std::to_string(n->entries.size()) + " keys)";
+    case Kind::set:
+    case Kind::frozenset:
+      return "set of " + std::to_string(n->items.size());
+    case Kind::global:
+      return "global " + printable(global_path(n), 80);
     case Kind::object: {
       std::string p = call_path(n);
       return p.empty() ? std::string("call of a non-global value") : "call of " + printable(p, 80);
     }
-    case Kind::persistent_id: return "persistent id";
+    case Kind::persistent_id:
+      return "persistent id";
   }
   return "?";
 }

@@ -47,10 +47,10 @@ const Node* dict_get(const Node* n, std::string_view key);
 const Node* attr(const Node* n, std::string_view name);
 
 /// Typed views; nullopt / nullptr when the value has another type.
-std::optional<std::string_view> as_str(const Node* n);   ///< str (also latin-1 byte strings)
-std::optional<int64_t> as_int(const Node* n);            ///< int or bool (not big integers)
-std::optional<bool> as_bool(const Node* n);              ///< bool, or int 0 / 1
-const std::vector<Node*>* as_seq(const Node* n);         ///< tuple or list items
+std::optional<std::string_view> as_str(const Node* n);  ///< str (also latin-1 byte strings)
+std::optional<int64_t> as_int(const Node* n);           ///< int or bool (not big integers)
+std::optional<bool> as_bool(const Node* n);             ///< bool, or int 0 / 1
+const std::vector<Node*>* as_seq(const Node* n);        ///< tuple or list items
 bool is_none(const Node* n);
 
 /// A short, printable description for messages: "dict (5 keys)", "tuple of 3", "str 'G_ema'",

@@ -93,7 +93,8 @@ std::optional<DType> storage_dtype(const Node* g) {
 Storage LegacyStorageTable::resolve(const Node* pid, const std::string& what) {
   StoragePid p = storage_pid(pid, what);
   auto it = storages.find(p.key);
-  if (it == storages.end()) fail(ErrorKind::bad_file, what, ": storage '", pickle::printable(p.key), "' has no data in the stream");
+  if (it == storages.end())
+    fail(ErrorKind::bad_file, what, ": storage '", pickle::printable(p.key), "' has no data in the stream");
   Storage s = it->second;
   if (p.view != nullptr) {  // a view into the root storage: (view_key, offset, size)
     const auto* v = pickle::as_seq(p.view);
@@ -114,12 +115,13 @@ Storage ZipStorageTable::resolve(const Node* pid, const std::string& what) {
   if (it != cache_.end()) return it->second;
   const std::string name = prefix_ + "data/" + p.key;
   const ZipEntry* e = zip_.find(name);
-  if (e == nullptr) fail(ErrorKind::bad_file, what, ": the archive has no entry '", pickle::printable(name, 80), "' for a storage");
+  if (e == nullptr)
+    fail(ErrorKind::bad_file, what, ": the archive has no entry '", pickle::printable(name, 80), "' for a storage");
   std::string_view bytes = zip_.data(*e);
   const uint64_t need = p.numel * static_cast<uint64_t>(dtype_size(p.dtype));
   if (p.numel > (uint64_t(1) << 60) || bytes.size() < need)
-    fail(ErrorKind::bad_file, what, ": storage entry '", pickle::printable(name, 80), "' has ", bytes.size(), " bytes, ", need,
-         " expected");
+    fail(ErrorKind::bad_file, what, ": storage entry '", pickle::printable(name, 80), "' has ", bytes.size(),
+         " bytes, ", need, " expected");
   Storage s{p.dtype, reinterpret_cast<const uint8_t*>(bytes.data()), p.numel};
   cache_.emplace(p.key, s);
   return s;
@@ -130,8 +132,8 @@ bool looks_like_legacy_torch(const uint8_t* data, size_t size) {
          std::memcmp(data + 4, kMagic, 10) == 0;
 }
 
-const Node* parse_legacy_stream(pickle::Document& doc, const uint8_t* data, size_t size, size_t base, const std::string& what,
-                                LegacyStorageTable* table) {
+const Node* parse_legacy_stream(pickle::Document& doc, const uint8_t* data, size_t size, size_t base,
+                                const std::string& what, LegacyStorageTable* table) {
   size_t pos = 0;
   auto next = [&]() {
     size_t used = 0;
@@ -140,9 +142,10 @@ const Node* parse_legacy_stream(pickle::Document& doc, const uint8_t* data, size
     return v;
   };
   const Node* magic = next();
-  if (magic->kind != Kind::big_integer || magic->i != 0 || magic->s.size() != 10 || std::memcmp(magic->s.data(), kMagic, 10) != 0)
-    fail(ErrorKind::bad_file, what, ": not a torch.save stream: its first pickle at byte ", base, " is ", pickle::describe(magic),
-         ", not torch's magic number");
+  if (magic->kind != Kind::big_integer || magic->i != 0 || magic->s.size() != 10 ||
+      std::memcmp(magic->s.data(), kMagic, 10) != 0)
+    fail(ErrorKind::bad_file, what, ": not a torch.save stream: its first pickle at byte ", base, " is ",
+         pickle::describe(magic), ", not torch's magic number");
   const Node* version = next();
   if (pickle::as_int(version) != std::optional<int64_t>(1001))
     fail(ErrorKind::unsupported, what, ": unsupported torch.save protocol version (", pickle::describe(version), ")");
@@ -154,7 +157,8 @@ const Node* parse_legacy_stream(pickle::Document& doc, const uint8_t* data, size
   const size_t pid_end = doc.persistent_ids().size();
   const Node* keys = next();
   const auto* key_list = pickle::as_seq(keys);
-  if (key_list == nullptr) fail(ErrorKind::bad_file, what, ": the storage key list at byte ", base + pos, " is ", pickle::describe(keys));
+  if (key_list == nullptr)
+    fail(ErrorKind::bad_file, what, ": the storage key list at byte ", base + pos, " is ", pickle::describe(keys));
   std::unordered_map<std::string, DType> types;
   for (size_t k = pid_start; k < pid_end; ++k) {
     StoragePid p = storage_pid(doc.persistent_ids()[k]->args, what);
@@ -164,18 +168,20 @@ const Node* parse_legacy_stream(pickle::Document& doc, const uint8_t* data, size
     auto key = pickle::as_str(kn);
     if (!key) fail(ErrorKind::bad_file, what, ": a storage key is ", pickle::describe(kn));
     auto t = types.find(std::string(*key));
-    if (t == types.end()) fail(ErrorKind::bad_file, what, ": storage '", pickle::printable(*key), "' is listed but never used");
+    if (t == types.end())
+      fail(ErrorKind::bad_file, what, ": storage '", pickle::printable(*key), "' is listed but never used");
     if (size - pos < 8)
-      fail(ErrorKind::bad_file, what, ": truncated: the data of storage '", pickle::printable(*key), "' should start at byte ", base + pos,
-           " but the stream ends at byte ", base + size);
+      fail(ErrorKind::bad_file, what, ": truncated: the data of storage '", pickle::printable(*key),
+           "' should start at byte ", base + pos, " but the stream ends at byte ", base + size);
     uint64_t count;
     std::memcpy(&count, data + pos, 8);
     pos += 8;
     const uint64_t esz = static_cast<uint64_t>(dtype_size(t->second));
     if (count > (size - pos) / esz)
-      fail(ErrorKind::bad_file, what, ": truncated: storage '", pickle::printable(*key), "' claims ", count, " elements (",
-           count > (uint64_t(1) << 60) ? std::string("impossibly many") : std::to_string(count * esz) + " bytes", ") at byte ",
-           base + pos, " but only ", size - pos, " bytes remain");
+      fail(ErrorKind::bad_file, what, ": truncated: storage '", pickle::printable(*key), "' claims ", count,
+           " elements (",
+           count > (uint64_t(1) << 60) ? std::string("impossibly many") : std::to_string(count * esz) + " bytes",
+           ") at byte ", base + pos, " but only ", size - pos, " bytes remain");
     doc.budget().charge(64, "storage index");
     table->storages[std::string(*key)] = Storage{t->second, data + pos, count};
     pos += static_cast<size_t>(count * esz);
@@ -189,9 +195,11 @@ const Node* parse_zip_checkpoint(pickle::Document& doc, const ZipArchive& zip, c
   for (const ZipEntry& e : zip.entries()) {
     const std::string& n = e.name;
     if (n.find("/code/") != std::string::npos || (n.size() >= 13 && n.compare(n.size() - 13, 13, "constants.pkl") == 0))
-      fail(ErrorKind::unsupported, zip.what(), ": unsupported: a TorchScript archive (torch.jit.save); sg2 reads torch.save checkpoints");
+      fail(ErrorKind::unsupported, zip.what(),
+           ": unsupported: a TorchScript archive (torch.jit.save); sg2 reads torch.save checkpoints");
     const size_t slash = n.find('/');
-    const bool top = n == "data.pkl" || (slash != std::string::npos && n.compare(slash, std::string::npos, "/data.pkl") == 0);
+    const bool top =
+        n == "data.pkl" || (slash != std::string::npos && n.compare(slash, std::string::npos, "/data.pkl") == 0);
     if (top) {
       if (pkl != nullptr) fail(ErrorKind::bad_file, zip.what(), ": the archive holds more than one data.pkl");
       pkl = &e;
@@ -203,7 +211,8 @@ const Node* parse_zip_checkpoint(pickle::Document& doc, const ZipArchive& zip, c
   const std::string prefix = pkl->name.substr(0, pkl->name.size() - 8);
   if (const ZipEntry* bo = zip.find(prefix + "byteorder")) {
     std::string_view order = zip.data(*bo);
-    if (order.substr(0, 3) == "big") fail(ErrorKind::unsupported, zip.what(), ": unsupported: big-endian torch.save data");
+    if (order.substr(0, 3) == "big")
+      fail(ErrorKind::unsupported, zip.what(), ": unsupported: big-endian torch.save data");
   }
   std::string_view bytes = zip.data(*pkl);
   const auto* start = reinterpret_cast<const uint8_t*>(bytes.data());
@@ -217,10 +226,11 @@ const Node* parse_zip_checkpoint(pickle::Document& doc, const ZipArchive& zip, c
 
 bool TensorReader::is_tensor(const Node* n) {
   const std::string p = pickle::call_path(n);
-  return p == "torch._utils._rebuild_tensor_v2" || p == "torch._utils._rebuild_tensor" || p == "torch._utils._rebuild_tensor_v3" ||
-         p == "torch._utils._rebuild_parameter" || p == "torch._utils._rebuild_parameter_with_state" ||
-         p == "torch._tensor._rebuild_from_type_v2" || p == "numpy.core.multiarray._reconstruct" ||
-         p == "numpy.core.numeric._frombuffer" || p == "numpy.core.multiarray.scalar";
+  return p == "torch._utils._rebuild_tensor_v2" || p == "torch._utils._rebuild_tensor" ||
+         p == "torch._utils._rebuild_tensor_v3" || p == "torch._utils._rebuild_parameter" ||
+         p == "torch._utils._rebuild_parameter_with_state" || p == "torch._tensor._rebuild_from_type_v2" ||
+         p == "numpy.core.multiarray._reconstruct" || p == "numpy.core.numeric._frombuffer" ||
+         p == "numpy.core.multiarray.scalar";
 }
 
 Storage TensorReader::storage_of(const Node* n, const std::string& name) {
@@ -244,13 +254,15 @@ Storage TensorReader::storage_of(const Node* n, const std::string& name) {
     nested_zips_.push_back(std::make_unique<ZipArchive>(p, blob->size(), blob_what));
     std::unique_ptr<ZipStorageTable> t;
     const Node* root = parse_zip_checkpoint(doc_, *nested_zips_.back(), file_, &t);
-    if (root->kind != Kind::persistent_id) fail(ErrorKind::bad_file, blob_what, ": the stream holds a ", pickle::describe(root));
+    if (root->kind != Kind::persistent_id)
+      fail(ErrorKind::bad_file, blob_what, ": the stream holds a ", pickle::describe(root));
     s = t->resolve(root->args, blob_what);
     nested_tables_.push_back(std::move(t));
   } else {
     LegacyStorageTable t;
     const Node* root = parse_legacy_stream(doc_, p, blob->size(), base, blob_what, &t);
-    if (root->kind != Kind::persistent_id) fail(ErrorKind::bad_file, blob_what, ": the stream holds a ", pickle::describe(root));
+    if (root->kind != Kind::persistent_id)
+      fail(ErrorKind::bad_file, blob_what, ": the stream holds a ", pickle::describe(root));
     s = t.resolve(root->args, blob_what);
   }
   blob_cache_.emplace(n, s);
@@ -289,7 +301,8 @@ std::optional<ArrayView> TensorReader::view_at(const Node* n, const std::string&
   if (!read_dims(a[2], &v.shape)) fail(ErrorKind::bad_file, ctx, ": size is a ", pickle::describe(a[2]));
   if (!read_dims(a[3], &v.strides)) fail(ErrorKind::bad_file, ctx, ": stride is a ", pickle::describe(a[3]));
   if (v.shape.size() != v.strides.size())
-    fail(ErrorKind::bad_file, ctx, ": size ", shape_to_string(v.shape), " and stride ", shape_to_string(v.strides), " differ in length");
+    fail(ErrorKind::bad_file, ctx, ": size ", shape_to_string(v.shape), " and stride ", shape_to_string(v.strides),
+         " differ in length");
   v.offset = *offset;
   v.dtype = s.dtype;
   v.data = s.data;

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <array>
 
-#include "util/file_util.h"
 #include "sg2/error.h"
+#include "util/file_util.h"
 #include "weights_tools/pickle.h"
 
 namespace sg2::weights {
@@ -61,7 +61,8 @@ bool looks_like_zip(const uint8_t* data, size_t size) {
   return sig == kLocalSig || sig == kEndSig;
 }
 
-ZipArchive::ZipArchive(const uint8_t* data, size_t size, std::string what) : data_(data), size_(size), what_(std::move(what)) {
+ZipArchive::ZipArchive(const uint8_t* data, size_t size, std::string what)
+    : data_(data), size_(size), what_(std::move(what)) {
   auto bad = [&](auto&&... a) { fail(ErrorKind::bad_file, what_, ": corrupt zip archive: ", a...); };
   if (size_ < 22) bad("only ", size_, " bytes, too short for a zip end record (truncated?)");
   // 1. The end of central directory record: the last 22 + comment bytes.
@@ -73,7 +74,8 @@ ZipArchive::ZipArchive(const uint8_t* data, size_t size, std::string what) : dat
       break;
     }
   }
-  if (eocd == SIZE_MAX) bad("no end-of-central-directory record in the last 64 KiB (the file is truncated or not a zip)");
+  if (eocd == SIZE_MAX)
+    bad("no end-of-central-directory record in the last 64 KiB (the file is truncated or not a zip)");
   const uint8_t* e = data_ + eocd;
   if (load_le16(e + 4) != 0 || load_le16(e + 6) != 0) bad("multi-disk archives are not supported");
   uint64_t count = load_le16(e + 10);
@@ -91,13 +93,15 @@ ZipArchive::ZipArchive(const uint8_t* data, size_t size, std::string what) : dat
   }
   if (cd_offset > size_ || cd_size > size_ - cd_offset)
     bad("the central directory (", cd_size, " bytes at byte ", cd_offset, ") lies outside the ", size_, "-byte file");
-  if (count > cd_size / 46) bad("the end record claims ", count, " entries, more than its ", cd_size, "-byte directory can hold");
+  if (count > cd_size / 46)
+    bad("the end record claims ", count, " entries, more than its ", cd_size, "-byte directory can hold");
   // 3. Central directory file headers.
   entries_.reserve(static_cast<size_t>(count));
   uint64_t p = cd_offset;
   const uint64_t cd_end = cd_offset + cd_size;
   for (uint64_t i = 0; i < count; ++i) {
-    if (cd_end - p < 46 || load_le32(data_ + p) != kCentralSig) bad("entry ", i, " of the central directory: bad header at byte ", p);
+    if (cd_end - p < 46 || load_le32(data_ + p) != kCentralSig)
+      bad("entry ", i, " of the central directory: bad header at byte ", p);
     const uint8_t* h = data_ + p;
     ZipEntry z;
     z.flags = load_le16(h + 8);
@@ -146,13 +150,14 @@ ZipArchive::ZipArchive(const uint8_t* data, size_t size, std::string what) : dat
   //    every CRC check read it again). Sorted by local header, each must end before the next.
   std::vector<size_t> order(entries_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return entries_[a].header_offset < entries_[b].header_offset; });
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return entries_[a].header_offset < entries_[b].header_offset; });
   for (size_t k = 1; k < order.size(); ++k) {
     const ZipEntry& prev = entries_[order[k - 1]];
     const ZipEntry& next = entries_[order[k]];
     if (next.header_offset < prev.data_offset + prev.size)
-      bad("entries '", pickle::printable(prev.name, 80), "' and '", pickle::printable(next.name, 80), "' overlap at byte ",
-          next.header_offset);
+      bad("entries '", pickle::printable(prev.name, 80), "' and '", pickle::printable(next.name, 80),
+          "' overlap at byte ", next.header_offset);
   }
   // 5. The name index (the names live in entries_, which no longer changes).
   index_.reserve(entries_.size());
@@ -167,10 +172,11 @@ const ZipEntry* ZipArchive::find(std::string_view name) const {
 }
 
 std::string_view ZipArchive::data(const ZipEntry& e) const {
-  if (e.flags & 1) fail(ErrorKind::unsupported, what_, ": unsupported: zip entry '", pickle::printable(e.name, 80), "' is encrypted");
+  if (e.flags & 1)
+    fail(ErrorKind::unsupported, what_, ": unsupported: zip entry '", pickle::printable(e.name, 80), "' is encrypted");
   if (e.method != 0)
-    fail(ErrorKind::unsupported, what_, ": unsupported: zip entry '", pickle::printable(e.name, 80), "' is compressed (method ", e.method,
-         "); torch.save writes stored entries. HINT: re-save it with torch.save");
+    fail(ErrorKind::unsupported, what_, ": unsupported: zip entry '", pickle::printable(e.name, 80),
+         "' is compressed (method ", e.method, "); torch.save writes stored entries. HINT: re-save it with torch.save");
   const uint8_t* p = data_ + e.data_offset;
   const size_t i = static_cast<size_t>(&e - entries_.data());
   if (&e < entries_.data() || i >= entries_.size())
@@ -178,8 +184,8 @@ std::string_view ZipArchive::data(const ZipEntry& e) const {
   if (crc_checked_[i]) return {reinterpret_cast<const char*>(p), static_cast<size_t>(e.size)};
   stats_.crc_bytes += e.size;
   if (crc32(p, static_cast<size_t>(e.size)) != e.crc32)
-    fail(ErrorKind::bad_file, what_, ": corrupt zip archive: the data of entry '", pickle::printable(e.name, 80), "' at byte ", e.data_offset,
-         " fails its CRC-32 check");
+    fail(ErrorKind::bad_file, what_, ": corrupt zip archive: the data of entry '", pickle::printable(e.name, 80),
+         "' at byte ", e.data_offset, " fails its CRC-32 check");
   crc_checked_[i] = true;
   return {reinterpret_cast<const char*>(p), static_cast<size_t>(e.size)};
 }

@@ -19,11 +19,11 @@ namespace sg2::weights {
 
 struct ZipEntry {
   std::string name;
-  uint64_t header_offset = 0;   ///< local header position
-  uint64_t data_offset = 0;     ///< first byte of the entry's data
-  uint64_t size = 0;            ///< uncompressed (= stored) size
+  uint64_t header_offset = 0;  ///< local header position
+  uint64_t data_offset = 0;    ///< first byte of the entry's data
+  uint64_t size = 0;           ///< uncompressed (= stored) size
   uint32_t crc32 = 0;
-  uint16_t method = 0;          ///< 0 = stored
+  uint16_t method = 0;  ///< 0 = stored
   uint16_t flags = 0;
 };
 

@@ -9,7 +9,7 @@
 int main(int argc, char** argv) {
   const std::string outdir = argc > 1 ? argv[1] : ".";
   try {
-    sg2::GeneratorOptions options;                      // device: CUDA when usable, else CPU
+    sg2::GeneratorOptions options;  // device: CUDA when usable, else CPU
     sg2::Generator gen(argc > 2 ? sg2::load_model(argv[2]) : sg2::load_default_model(), options);
     const sg2::ModelConfig& cfg = gen.config();
 
@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
     sg2::Tensor z = sg2::z_from_seeds(seeds, cfg.z_dim);  // numpy RandomState(seed).randn(1, z_dim)
     sg2::Tensor c = cfg.c_dim > 0 ? sg2::one_hot(std::vector<int>(seeds.size(), 7), cfg.c_dim) : sg2::Tensor();
     sg2::Tensor ws = gen.map(z, c, sg2::Truncation{0.7f, std::nullopt});  // [4, num_ws, w_dim]
-    sg2::Tensor img = gen.synthesize(ws);                 // [4, C, R, R], noise_mode const
+    sg2::Tensor img = gen.synthesize(ws);                                 // [4, C, R, R], noise_mode const
 
     for (size_t i = 0; i < seeds.size(); ++i) {
       const std::string path = outdir + "/embed_seed" + std::to_string(seeds[i]) + ".png";
@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
       std::cout << "wrote " << path << " (" << cfg.img_resolution << "x" << cfg.img_resolution << ", "
                 << gen.device().str() << ")\n";
     }
-  } catch (const sg2::Error& e) {                      // the one exception type of sg2
+  } catch (const sg2::Error& e) {  // the one exception type of sg2
     std::cerr << "embed: " << e.what() << "\n";
     return 1;
   }

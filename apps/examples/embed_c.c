@@ -24,8 +24,9 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 3 && !failed; ++i) {
     char path[4096];
     snprintf(path, sizeof path, "%s/embed_c_seed%u.png", outdir, (unsigned)seeds[i]);
-    failed = sg2_to_uint8(img + i * image, info.img_channels, info.img_resolution, info.img_resolution, pixels) != SG2_OK ||
-             sg2_write_png(path, pixels, info.img_resolution, info.img_resolution, info.img_channels) != SG2_OK;
+    failed =
+        sg2_to_uint8(img + i * image, info.img_channels, info.img_resolution, info.img_resolution, pixels) != SG2_OK ||
+        sg2_write_png(path, pixels, info.img_resolution, info.img_resolution, info.img_channels) != SG2_OK;
     if (!failed) printf("wrote %s (%dx%d)\n", path, info.img_resolution, info.img_resolution);
   }
   if (failed) fprintf(stderr, "embed_c: %s\n", img && pixels ? sg2_last_error() : "out of memory");

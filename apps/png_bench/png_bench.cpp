@@ -90,7 +90,8 @@ std::vector<int> parse_levels(const std::string& text) {
 int run(int argc, char** argv) {
   cxxopts::Options opts("sg2_png_bench", "sg2's PNG encoder at each level against a folder of reference PNGs");
   opts.add_options()("h,help", "show this help")("dir", "folder of reference PNGs", cxxopts::value<std::string>())(
-      "levels", "levels to measure: list and ranges of 0-9, fast, smallest", cxxopts::value<std::string>()->default_value("0-9,fast,smallest"))(
+      "levels", "levels to measure: list and ranges of 0-9, fast, smallest",
+      cxxopts::value<std::string>()->default_value("0-9,fast,smallest"))(
       "threads", "encoder threads for img/s (default: the cores)", cxxopts::value<int>())(
       "limit", "at most this many reference files", cxxopts::value<int>()->default_value("64"))(
       "time-images", "images timed on one thread", cxxopts::value<int>()->default_value("8"))(

@@ -21,13 +21,20 @@ thread_local std::string g_last_error;
 
 sg2_status status_of(sg2::ErrorKind k) {
   switch (k) {
-    case sg2::ErrorKind::invalid_argument: return SG2_ERR_INVALID_ARGUMENT;
-    case sg2::ErrorKind::bad_file: return SG2_ERR_BAD_FILE;
-    case sg2::ErrorKind::unsupported: return SG2_ERR_UNSUPPORTED;
-    case sg2::ErrorKind::io: return SG2_ERR_IO;
-    case sg2::ErrorKind::device: return SG2_ERR_DEVICE;
-    case sg2::ErrorKind::out_of_memory: return SG2_ERR_OUT_OF_MEMORY;
-    case sg2::ErrorKind::internal: return SG2_ERR_INTERNAL;
+    case sg2::ErrorKind::invalid_argument:
+      return SG2_ERR_INVALID_ARGUMENT;
+    case sg2::ErrorKind::bad_file:
+      return SG2_ERR_BAD_FILE;
+    case sg2::ErrorKind::unsupported:
+      return SG2_ERR_UNSUPPORTED;
+    case sg2::ErrorKind::io:
+      return SG2_ERR_IO;
+    case sg2::ErrorKind::device:
+      return SG2_ERR_DEVICE;
+    case sg2::ErrorKind::out_of_memory:
+      return SG2_ERR_OUT_OF_MEMORY;
+    case sg2::ErrorKind::internal:
+      return SG2_ERR_INTERNAL;
   }
   return SG2_ERR_INTERNAL;
 }
@@ -62,10 +69,14 @@ void need_n(int64_t n) {
 
 sg2::NoiseMode noise_of(sg2_noise_mode m) {
   switch (m) {
-    case SG2_NOISE_CONST: return sg2::NoiseMode::const_;
-    case SG2_NOISE_RANDOM: return sg2::NoiseMode::random;
-    case SG2_NOISE_NONE: return sg2::NoiseMode::none;
-    default: break;
+    case SG2_NOISE_CONST:
+      return sg2::NoiseMode::const_;
+    case SG2_NOISE_RANDOM:
+      return sg2::NoiseMode::random;
+    case SG2_NOISE_NONE:
+      return sg2::NoiseMode::none;
+    default:
+      break;
   }
   sg2::fail(sg2::ErrorKind::invalid_argument, "unknown noise mode ", static_cast<int>(m));
 }
@@ -181,7 +192,8 @@ sg2_status sg2_to_uint8(const float* img, int channels, int height, int width, u
     need(img, "img");
     need(out, "out");
     if (channels <= 0 || height <= 0 || width <= 0)
-      sg2::fail(sg2::ErrorKind::invalid_argument, "image size ", channels, "x", height, "x", width, " must be positive");
+      sg2::fail(sg2::ErrorKind::invalid_argument, "image size ", channels, "x", height, "x", width,
+                " must be positive");
     const int64_t count = int64_t(channels) * height * width;
     sg2::Tensor t({1, channels, height, width}, std::vector<float>(img, img + count));
     const sg2::Image8 im = sg2::to_image8(t, 0);
@@ -210,8 +222,8 @@ sg2_status sg2_default_model_path(char* buf, size_t size, size_t* needed) {
     const std::string p = sg2::default_model_path();
     if (needed != nullptr) *needed = p.size() + 1;
     if (buf == nullptr || size < p.size() + 1)
-      sg2::fail(sg2::ErrorKind::invalid_argument, "buffer of ", size, " bytes is too small for the path (", p.size() + 1,
-                " bytes)");
+      sg2::fail(sg2::ErrorKind::invalid_argument, "buffer of ", size, " bytes is too small for the path (",
+                p.size() + 1, " bytes)");
     std::memcpy(buf, p.c_str(), p.size() + 1);
   });
 }

@@ -35,8 +35,10 @@ std::string normalize(const std::string& path) {
     if (j == std::string::npos) j = path.size();
     std::string p = path.substr(i, j - i);
     if (p == "..") {
-      if (!parts.empty() && parts.back() != "..") parts.pop_back();
-      else if (path.empty() || path[0] != '/') parts.push_back(p);
+      if (!parts.empty() && parts.back() != "..")
+        parts.pop_back();
+      else if (path.empty() || path[0] != '/')
+        parts.push_back(p);
     } else if (!p.empty() && p != ".") {
       parts.push_back(p);
     }

@@ -71,10 +71,10 @@ void complete(ConvertResult& res, const ConvertOptions& options) {
   rep.w_avg_estimated = true;
   rep.w_avg_samples = options.w_avg_samples;
   rep.w_avg_seed = options.w_avg_seed;
-  rep.config_warnings.push_back("the checkpoint has no w_avg (latent_avg); estimated it as the mean mapping output over " +
-                         std::to_string(options.w_avg_samples) + " z from RandomState(" +
-                         std::to_string(options.w_avg_seed) +
-                         "), so truncation (psi != 1) differs slightly from a tracked average");
+  rep.config_warnings.push_back(
+      "the checkpoint has no w_avg (latent_avg); estimated it as the mean mapping output over " +
+      std::to_string(options.w_avg_samples) + " z from RandomState(" + std::to_string(options.w_avg_seed) +
+      "), so truncation (psi != 1) differs slightly from a tracked average");
 }
 
 }  // namespace

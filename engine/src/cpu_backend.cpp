@@ -49,9 +49,15 @@ class CpuBackend final : public Backend {
            "' needs the CUDA backend. HINT: use precision fp32 or auto on the CPU");
     plan_ = make_synthesis_plan(cfg_);
     switch (cfg_.mapping.activation) {
-      case sg2::Activation::linear: act_ = Activation::linear; break;
-      case sg2::Activation::relu: act_ = Activation::relu; break;
-      case sg2::Activation::lrelu: act_ = Activation::lrelu; break;
+      case sg2::Activation::linear:
+        act_ = Activation::linear;
+        break;
+      case sg2::Activation::relu:
+        act_ = Activation::relu;
+        break;
+      case sg2::Activation::lrelu:
+        act_ = Activation::lrelu;
+        break;
     }
   }
 
@@ -68,8 +74,8 @@ class CpuBackend final : public Backend {
     if (cfg_.z_dim > 0) x = ref::normalize_2nd_moment(z);
     if (cfg_.c_dim > 0) {
       const float gain = static_cast<float>(1.0 / std::sqrt(double(cfg_.c_dim)));
-      Tensor e = ref::fully_connected(c, model_.at("mapping.embed.weight"), &model_.at("mapping.embed.bias"), gain, 1.0f,
-                                      Activation::linear);
+      Tensor e = ref::fully_connected(c, model_.at("mapping.embed.weight"), &model_.at("mapping.embed.bias"), gain,
+                                      1.0f, Activation::linear);
       Tensor y = ref::normalize_2nd_moment(e);
       if (x.empty()) {
         x = y;
@@ -94,7 +100,8 @@ class CpuBackend final : public Backend {
     Tensor ws({N, cfg_.num_ws, cfg_.w_dim});
     for (int64_t n = 0; n < N; ++n)
       for (int k = 0; k < cfg_.num_ws; ++k)
-        std::copy(x.data() + n * cfg_.w_dim, x.data() + (n + 1) * cfg_.w_dim, ws.data() + (n * cfg_.num_ws + k) * cfg_.w_dim);
+        std::copy(x.data() + n * cfg_.w_dim, x.data() + (n + 1) * cfg_.w_dim,
+                  ws.data() + (n * cfg_.num_ws + k) * cfg_.w_dim);
     truncate_lerp(ws, model_.at("mapping.w_avg"), trunc);
     return ws;
   }
@@ -210,7 +217,8 @@ class CpuBackend final : public Backend {
 std::unique_ptr<Backend> make_cpu_backend(const Model& model, Precision precision, int threads, bool reference) {
 #if SG2_WITH_ONEDNN
   const char* env = std::getenv("SG2_CPU_REFERENCE");
-  if (!reference && !(env != nullptr && std::string(env) == "1")) return make_onednn_cpu_backend(model, precision, threads);
+  if (!reference && !(env != nullptr && std::string(env) == "1"))
+    return make_onednn_cpu_backend(model, precision, threads);
 #else
   (void)threads;
   (void)reference;

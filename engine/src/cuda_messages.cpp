@@ -11,7 +11,8 @@ std::string cuda_version_text(int v) {
 std::string cuda_unavailable_reason(int error, const std::string& error_text, int driver_version, int runtime_version) {
   const std::string runtime = "CUDA " + cuda_version_text(runtime_version);
   if (driver_version <= 0)
-    return "no NVIDIA driver was found (the CUDA driver library libcuda is not installed), so no NVIDIA GPU can be used";
+    return "no NVIDIA driver was found (the CUDA driver library libcuda is not installed), so no NVIDIA GPU can be "
+           "used";
   const std::string driver = "the NVIDIA driver (CUDA " + cuda_version_text(driver_version) + ")";
   switch (error) {
     case cuda_status::success:

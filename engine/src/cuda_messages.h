@@ -10,9 +10,9 @@ namespace sg2 {
 /// against cuda_runtime.h at compile time).
 namespace cuda_status {
 constexpr int success = 0;
-constexpr int initialization_error = 3;   ///< cudaErrorInitializationError
-constexpr int insufficient_driver = 35;   ///< cudaErrorInsufficientDriver
-constexpr int no_device = 100;            ///< cudaErrorNoDevice
+constexpr int initialization_error = 3;      ///< cudaErrorInitializationError
+constexpr int insufficient_driver = 35;      ///< cudaErrorInsufficientDriver
+constexpr int no_device = 100;               ///< cudaErrorNoDevice
 constexpr int system_driver_mismatch = 803;  ///< cudaErrorSystemDriverMismatch
 }  // namespace cuda_status
 

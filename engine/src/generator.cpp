@@ -14,10 +14,14 @@ namespace sg2 {
 
 const char* to_string(Precision p) {
   switch (p) {
-    case Precision::automatic: return "auto";
-    case Precision::fp32: return "fp32";
-    case Precision::tf32: return "tf32";
-    case Precision::fp16: return "fp16";
+    case Precision::automatic:
+      return "auto";
+    case Precision::fp32:
+      return "fp32";
+    case Precision::tf32:
+      return "tf32";
+    case Precision::fp16:
+      return "fp16";
   }
   return "?";
 }
@@ -32,9 +36,12 @@ Precision parse_precision(const std::string& s) {
 
 const char* to_string(NoiseMode m) {
   switch (m) {
-    case NoiseMode::const_: return "const";
-    case NoiseMode::random: return "random";
-    case NoiseMode::none: return "none";
+    case NoiseMode::const_:
+      return "const";
+    case NoiseMode::random:
+      return "random";
+    case NoiseMode::none:
+      return "none";
   }
   return "?";
 }
@@ -204,10 +211,12 @@ Tensor Generator::map(const Tensor& z, const Tensor& c, const Truncation& trunc)
     if (c.ndim() != 2 || c.dim(0) != N || c.dim(1) != cfg.c_dim)
       fail(ErrorKind::invalid_argument, "c must be [", N, ", ", cfg.c_dim, "], got ", c.shape_str());
   } else if (!c.empty() && !(c.ndim() == 2 && c.dim(1) == 0)) {
-    fail(ErrorKind::invalid_argument, "this model is unconditional (c_dim 0) but a label ", c.shape_str(), " was given");
+    fail(ErrorKind::invalid_argument, "this model is unconditional (c_dim 0) but a label ", c.shape_str(),
+         " was given");
   }
   if (!std::isfinite(trunc.psi)) fail(ErrorKind::invalid_argument, "truncation psi must be finite, got ", trunc.psi);
-  if (trunc.cutoff && *trunc.cutoff < 0) fail(ErrorKind::invalid_argument, "truncation cutoff must be >= 0, got ", *trunc.cutoff);
+  if (trunc.cutoff && *trunc.cutoff < 0)
+    fail(ErrorKind::invalid_argument, "truncation cutoff must be >= 0, got ", *trunc.cutoff);
   for (float v : z.vec())
     if (!std::isfinite(v)) fail(ErrorKind::invalid_argument, "z contains NaN or infinite values");
   std::vector<Tensor> parts;
@@ -224,7 +233,8 @@ Tensor Generator::map(const Tensor& z, const Tensor& c, const Truncation& trunc)
 Tensor Generator::synthesize(const Tensor& ws, const NoiseSpec& noise) {
   const ModelConfig& cfg = config();
   if (ws.ndim() != 3 || ws.dim(1) != cfg.num_ws || ws.dim(2) != cfg.w_dim)
-    fail(ErrorKind::invalid_argument, "ws must be [N, ", cfg.num_ws, ", ", cfg.w_dim, "] for this model, got ", ws.shape_str());
+    fail(ErrorKind::invalid_argument, "ws must be [N, ", cfg.num_ws, ", ", cfg.w_dim, "] for this model, got ",
+         ws.shape_str());
   for (float v : ws.vec())
     if (!std::isfinite(v)) fail(ErrorKind::invalid_argument, "ws contains NaN or infinite values");
   const int64_t N = ws.dim(0);
@@ -232,17 +242,20 @@ Tensor Generator::synthesize(const Tensor& ws, const NoiseSpec& noise) {
     fail(ErrorKind::invalid_argument, "noise keys: ", noise.keys.size(), " given for ", N, " samples");
   const auto layers = noise_layers(cfg);
   if (!noise.maps.empty()) {
-    if (noise.mode != NoiseMode::const_) fail(ErrorKind::invalid_argument, "noise maps are only used with noise mode const");
-    if (!cfg.synthesis.use_noise) fail(ErrorKind::invalid_argument, "this model has no noise inputs; noise maps cannot be used");
+    if (noise.mode != NoiseMode::const_)
+      fail(ErrorKind::invalid_argument, "noise maps are only used with noise mode const");
+    if (!cfg.synthesis.use_noise)
+      fail(ErrorKind::invalid_argument, "this model has no noise inputs; noise maps cannot be used");
     if (static_cast<int64_t>(noise.maps.size()) != N)
       fail(ErrorKind::invalid_argument, "noise maps: ", noise.maps.size(), " rows given for ", N, " samples");
     for (const auto& row : noise.maps) {
       if (row.size() != layers.size())
-        fail(ErrorKind::invalid_argument, "noise maps: ", row.size(), " maps given, the model has ", layers.size(), " noise layers");
+        fail(ErrorKind::invalid_argument, "noise maps: ", row.size(), " maps given, the model has ", layers.size(),
+             " noise layers");
       for (size_t l = 0; l < layers.size(); ++l)
         if (row[l].ndim() != 2 || row[l].dim(0) != layers[l].resolution || row[l].dim(1) != layers[l].resolution)
-          fail(ErrorKind::invalid_argument, "noise map ", l, " (", layers[l].layer, ") must be [", layers[l].resolution, ", ",
-               layers[l].resolution, "], got ", row[l].shape_str());
+          fail(ErrorKind::invalid_argument, "noise map ", l, " (", layers[l].layer, ") must be [", layers[l].resolution,
+               ", ", layers[l].resolution, "], got ", row[l].shape_str());
     }
   }
   std::vector<Tensor> parts;
@@ -252,7 +265,8 @@ Tensor Generator::synthesize(const Tensor& ws, const NoiseSpec& noise) {
     part.mode = noise.mode;
     part.seed = noise.seed;
     if (noise.mode == NoiseMode::random)
-      for (int64_t n = b; n < e; ++n) part.keys.push_back(noise.keys.empty() ? static_cast<uint64_t>(n) : noise.keys[n]);
+      for (int64_t n = b; n < e; ++n)
+        part.keys.push_back(noise.keys.empty() ? static_cast<uint64_t>(n) : noise.keys[n]);
     if (!noise.maps.empty()) part.maps.assign(noise.maps.begin() + b, noise.maps.begin() + e);
     impl_->progress_base = double(b) / double(N);
     impl_->progress_span = double(e - b) / double(N);
@@ -286,7 +300,8 @@ Tensor one_hot(const std::vector<int>& classes, int c_dim) {
   Tensor c({static_cast<int64_t>(classes.size()), c_dim});
   for (size_t n = 0; n < classes.size(); ++n) {
     if (classes[n] < 0 || classes[n] >= c_dim)
-      fail(ErrorKind::invalid_argument, "class ", classes[n], " is out of range: this model has classes 0..", c_dim - 1);
+      fail(ErrorKind::invalid_argument, "class ", classes[n], " is out of range: this model has classes 0..",
+           c_dim - 1);
     c[static_cast<int64_t>(n) * c_dim + classes[n]] = 1.0f;
   }
   return c;
@@ -338,7 +353,8 @@ std::vector<uint32_t> parse_seeds(const std::string& text) {
     if (dash != std::string::npos) {
       uint32_t a = parse_one(tok.substr(0, dash), tok), b = parse_one(tok.substr(dash + 1), tok);
       if (b < a) fail(ErrorKind::invalid_argument, "bad seed range '", tok, "': the end is below the start");
-      if (uint64_t(b) - a + seeds.size() > 10000000ull) fail(ErrorKind::invalid_argument, "seed range '", tok, "' is too long");
+      if (uint64_t(b) - a + seeds.size() > 10000000ull)
+        fail(ErrorKind::invalid_argument, "seed range '", tok, "' is too long");
       for (uint64_t s = a; s <= b; ++s) seeds.push_back(static_cast<uint32_t>(s));
     } else {
       seeds.push_back(parse_one(tok, tok));

@@ -5,9 +5,9 @@
 
 #include "backend.h"
 #include "batch_pipe.h"
-#include "slot_ring.h"
 #include "sg2/error.h"
 #include "sg2/image.h"
+#include "slot_ring.h"
 
 namespace sg2 {
 
@@ -55,8 +55,8 @@ class HostPipe final : public BatchPipe {
   }
 
   void release(int id) noexcept override { ring_.release(id); }
-    void cancel() noexcept override { ring_.cancel(); }
-    bool has_free_slot() override { return ring_.any_free(); }
+  void cancel() noexcept override { ring_.cancel(); }
+  bool has_free_slot() override { return ring_.any_free(); }
 
  private:
   struct Slot {
@@ -74,7 +74,8 @@ class HostPipe final : public BatchPipe {
 
 }  // namespace
 
-std::unique_ptr<BatchPipe> make_host_pipe(Backend& backend, const ModelConfig& cfg, int batch, PipeOutputs out, int slots) {
+std::unique_ptr<BatchPipe> make_host_pipe(Backend& backend, const ModelConfig& cfg, int batch, PipeOutputs out,
+                                          int slots) {
   return std::make_unique<HostPipe>(backend, cfg, batch, out, slots);
 }
 

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "util/file_util.h"
 #include "sg2/error.h"
+#include "util/file_util.h"
 
 namespace sg2 {
 
@@ -16,7 +16,8 @@ Image8 to_image8(const Tensor& img, int64_t n) {
   if (img.ndim() != 4) fail(ErrorKind::invalid_argument, "to_image8: expected [N, C, H, W], got ", img.shape_str());
   const int64_t N = img.dim(0), C = img.dim(1), H = img.dim(2), W = img.dim(3);
   if (n < 0 || n >= N) fail(ErrorKind::invalid_argument, "to_image8: image index ", n, " out of range [0, ", N, ")");
-  if (C < 1 || C > 4) fail(ErrorKind::invalid_argument, "to_image8: ", C, " channels cannot be stored as an 8-bit image");
+  if (C < 1 || C > 4)
+    fail(ErrorKind::invalid_argument, "to_image8: ", C, " channels cannot be stored as an 8-bit image");
   Image8 out;
   out.width = static_cast<int>(W);
   out.height = static_cast<int>(H);
@@ -28,9 +29,12 @@ Image8 to_image8(const Tensor& img, int64_t n) {
       volatile float scaled = base[c * H * W + i] * 127.5f;  // two roundings, as the official code
       float v = scaled + 128.0f;
       uint8_t u;
-      if (!(v > 0.0f)) u = 0;  // also NaN
-      else if (v >= 255.0f) u = 255;
-      else u = static_cast<uint8_t>(v);  // truncation
+      if (!(v > 0.0f))
+        u = 0;  // also NaN
+      else if (v >= 255.0f)
+        u = 255;
+      else
+        u = static_cast<uint8_t>(v);  // truncation
       out.pixels[static_cast<size_t>(i * C + c)] = u;
     }
   }
@@ -39,14 +43,16 @@ Image8 to_image8(const Tensor& img, int64_t n) {
 
 void check_png_size(int64_t width, int64_t height, int64_t channels, PngWrite how, const std::string& what) {
   if (width < 1 || height < 1 || channels < 1 || channels > 4)
-    fail(ErrorKind::invalid_argument, what, ": a ", width, "x", height, " PNG of ", channels, " channels cannot be written");
+    fail(ErrorKind::invalid_argument, what, ": a ", width, "x", height, " PNG of ", channels,
+         " channels cannot be written");
   if (width > kMaxPngSide || height > kMaxPngSide)
-    fail(ErrorKind::invalid_argument, what, ": a ", width, "x", height, " PNG is larger than sg2 writes (at most ", kMaxPngSide,
-         " pixels per side)");
+    fail(ErrorKind::invalid_argument, what, ": a ", width, "x", height, " PNG is larger than sg2 writes (at most ",
+         kMaxPngSide, " pixels per side)");
   // width, height <= 10^6 and channels <= 4: the product fits in 64 bits.
   if (how == PngWrite::whole && width * height * channels > kMaxWholePngBytes)
-    fail(ErrorKind::invalid_argument, what, ": a ", width, "x", height, " PNG of ", channels, " channels holds ", width * height * channels,
-         " bytes of pixels; sg2 writes at most ", kMaxWholePngBytes, " (512 MiB) in one piece");
+    fail(ErrorKind::invalid_argument, what, ": a ", width, "x", height, " PNG of ", channels, " channels holds ",
+         width * height * channels, " bytes of pixels; sg2 writes at most ", kMaxWholePngBytes,
+         " (512 MiB) in one piece");
 }
 
 Image8 make_grid(const std::vector<Image8>& images, int cols, int rows) {

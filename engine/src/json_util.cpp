@@ -66,12 +66,17 @@ json parse_json_bounded(std::string_view text, const std::string& what, const Js
   Bounds bounds(limits);
   const bool ok = json::sax_parse(text.begin(), text.end(), &bounds);
   switch (bounds.stop) {
-    case Bounds::Stop::depth: fail(ErrorKind::bad_file, what, " nests deeper than ", limits.max_depth, " levels");
+    case Bounds::Stop::depth:
+      fail(ErrorKind::bad_file, what, " nests deeper than ", limits.max_depth, " levels");
     case Bounds::Stop::size:
-      fail(ErrorKind::bad_file, what, " is too large: its parsed form would need more than ", limits.max_bytes >> 20, " MiB");
-    case Bounds::Stop::range: fail(ErrorKind::bad_file, what, " is not valid JSON (a number beyond the range of a double)");
-    case Bounds::Stop::syntax: fail(ErrorKind::bad_file, what, " is not valid JSON (syntax error at byte ", bounds.error_byte, ")");
-    case Bounds::Stop::none: break;
+      fail(ErrorKind::bad_file, what, " is too large: its parsed form would need more than ", limits.max_bytes >> 20,
+           " MiB");
+    case Bounds::Stop::range:
+      fail(ErrorKind::bad_file, what, " is not valid JSON (a number beyond the range of a double)");
+    case Bounds::Stop::syntax:
+      fail(ErrorKind::bad_file, what, " is not valid JSON (syntax error at byte ", bounds.error_byte, ")");
+    case Bounds::Stop::none:
+      break;
   }
   if (!ok) fail(ErrorKind::bad_file, what, " is not valid JSON");
   // The second pass builds the value, now known to be shallow and of bounded size.
@@ -84,15 +89,22 @@ json parse_json_bounded(std::string_view text, const std::string& what, const Js
 
 std::string json_brief(const json& v) {
   switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return v.get<bool>() ? "true" : "false";
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return v.get<bool>() ? "true" : "false";
     case json::value_t::number_integer:
     case json::value_t::number_unsigned:
-    case json::value_t::number_float: return printable(v.dump(), 24);
-    case json::value_t::string: return "'" + printable(v.get_ref<const std::string&>(), 40) + "'";
-    case json::value_t::array: return "an array of " + std::to_string(v.size()) + " values";
-    case json::value_t::object: return "an object of " + std::to_string(v.size()) + " keys";
-    default: return "a binary value";
+    case json::value_t::number_float:
+      return printable(v.dump(), 24);
+    case json::value_t::string:
+      return "'" + printable(v.get_ref<const std::string&>(), 40) + "'";
+    case json::value_t::array:
+      return "an array of " + std::to_string(v.size()) + " values";
+    case json::value_t::object:
+      return "an object of " + std::to_string(v.size()) + " keys";
+    default:
+      return "a binary value";
   }
 }
 

@@ -18,8 +18,8 @@
 namespace sg2::detail {
 
 struct JsonLimits {
-  int max_depth = 32;                  ///< arrays / objects inside each other (sg2's own files: 3)
-  uint64_t max_bytes = 64ull << 20;    ///< estimated memory of the parsed value (16 bytes a value, 64 a key, + text)
+  int max_depth = 32;                ///< arrays / objects inside each other (sg2's own files: 3)
+  uint64_t max_bytes = 64ull << 20;  ///< estimated memory of the parsed value (16 bytes a value, 64 a key, + text)
 };
 
 /// Parses `text`. Throws Error(bad_file) "<what> is not valid JSON (syntax error at byte N)",

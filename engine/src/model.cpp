@@ -17,18 +17,24 @@ using json = nlohmann::json;
 
 const char* to_string(Activation a) {
   switch (a) {
-    case Activation::linear: return "linear";
-    case Activation::relu: return "relu";
-    case Activation::lrelu: return "lrelu";
+    case Activation::linear:
+      return "linear";
+    case Activation::relu:
+      return "relu";
+    case Activation::lrelu:
+      return "lrelu";
   }
   return "?";
 }
 
 const char* to_string(Architecture a) {
   switch (a) {
-    case Architecture::orig: return "orig";
-    case Architecture::skip: return "skip";
-    case Architecture::resnet: return "resnet";
+    case Architecture::orig:
+      return "orig";
+    case Architecture::skip:
+      return "skip";
+    case Architecture::resnet:
+      return "resnet";
   }
   return "?";
 }
@@ -61,7 +67,8 @@ std::vector<int> ModelConfig::block_resolutions() const {
 
 int ModelConfig::channels_at(int res) const {
   auto it = synthesis.channels.find(res);
-  if (it == synthesis.channels.end()) fail(ErrorKind::invalid_argument, "no block of resolution ", res, " in this network");
+  if (it == synthesis.channels.end())
+    fail(ErrorKind::invalid_argument, "no block of resolution ", res, " in this network");
   return it->second;
 }
 
@@ -71,14 +78,16 @@ void ModelConfig::validate() const {
     bad("img_resolution ", img_resolution, " is not a power of two in [4, 4096]");
   int log2r = 0;
   while ((1 << log2r) < img_resolution) ++log2r;
-  if (num_ws != 2 * log2r - 2) bad("num_ws ", num_ws, " does not match img_resolution ", img_resolution, " (expected ", 2 * log2r - 2, ")");
+  if (num_ws != 2 * log2r - 2)
+    bad("num_ws ", num_ws, " does not match img_resolution ", img_resolution, " (expected ", 2 * log2r - 2, ")");
   if (z_dim < 0 || z_dim > 65536) bad("z_dim ", z_dim);
   if (c_dim < 0 || c_dim > 1 << 20) bad("c_dim ", c_dim);
   if (z_dim == 0 && c_dim == 0) bad("z_dim and c_dim are both 0");
   if (w_dim <= 0 || w_dim > 65536) bad("w_dim ", w_dim);
   if (img_channels < 1 || img_channels > 64) bad("img_channels ", img_channels);
   if (mapping.num_layers < 1 || mapping.num_layers > 64) bad("mapping.num_layers ", mapping.num_layers);
-  if (!std::isfinite(mapping.lr_multiplier) || mapping.lr_multiplier <= 0) bad("mapping.lr_multiplier ", mapping.lr_multiplier);
+  if (!std::isfinite(mapping.lr_multiplier) || mapping.lr_multiplier <= 0)
+    bad("mapping.lr_multiplier ", mapping.lr_multiplier);
   if (c_dim > 0 && (mapping.embed_features <= 0 || mapping.embed_features > 65536))
     bad("mapping.embed_features ", mapping.embed_features, " for c_dim ", c_dim);
   if (mapping.num_layers > 1 && (mapping.layer_features <= 0 || mapping.layer_features > 65536))
@@ -93,7 +102,8 @@ void ModelConfig::validate() const {
     bad("conv_clamp ", *synthesis.conv_clamp, " must be positive");
   for (int r : synthesis.fp16_resolutions)
     if (!synthesis.channels.count(r)) bad("fp16 resolution ", r, " is not a block");
-  if (synthesis.resample_filter.empty() || synthesis.resample_filter.size() > 64) bad("resample_filter has ", synthesis.resample_filter.size(), " taps");
+  if (synthesis.resample_filter.empty() || synthesis.resample_filter.size() > 64)
+    bad("resample_filter has ", synthesis.resample_filter.size(), " taps");
   double sum = 0;
   for (float t : synthesis.resample_filter) {
     if (!std::isfinite(t)) bad("resample_filter has a non-finite tap");
@@ -182,7 +192,8 @@ std::vector<ModelProblem> validate_model(const Model& model) {
     }
   }
   for (const auto& [name, t] : model.tensors)
-    if (!names.count(name)) problems.push_back({ModelProblem::Kind::unexpected, name, "unexpected tensor " + t.shape_str()});
+    if (!names.count(name))
+      problems.push_back({ModelProblem::Kind::unexpected, name, "unexpected tensor " + t.shape_str()});
   return problems;
 }
 
@@ -202,7 +213,9 @@ int64_t parameter_count(const Model& model) {
   int64_t n = 0;
   for (const auto& entry : model.tensors) {  // (no lambda capture of a structured binding: clang < 16)
     const std::string& name = entry.first;
-    auto ends_with = [&](const std::string& s) { return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0; };
+    auto ends_with = [&](const std::string& s) {
+      return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+    };
     if (ends_with("w_avg") || ends_with("noise_const")) continue;
     n += entry.second.numel();
   }
@@ -272,7 +285,9 @@ const json& field(const json& j, const char* key, const std::string& what, const
 int int_field(const json& j, const char* key, const std::string& what, const char* where) {
   const json& v = field(j, key, what, where);
   const auto i = detail::json_int(v, -(int64_t(1) << 30), int64_t(1) << 30);
-  if (!i) fail(ErrorKind::bad_file, what, ": model config field '", where, key, "' is not an integer in range: ", detail::json_brief(v));
+  if (!i)
+    fail(ErrorKind::bad_file, what, ": model config field '", where, key,
+         "' is not an integer in range: ", detail::json_brief(v));
   return static_cast<int>(*i);
 }
 
@@ -282,7 +297,8 @@ T get_field(const json& j, const char* key, const std::string& what, const char*
   try {
     return v.get<T>();
   } catch (const json::exception&) {
-    fail(ErrorKind::bad_file, what, ": model config field '", where, key, "' has the wrong type: ", detail::json_brief(v));
+    fail(ErrorKind::bad_file, what, ": model config field '", where, key,
+         "' has the wrong type: ", detail::json_brief(v));
   }
 }
 }  // namespace
@@ -304,39 +320,50 @@ ModelConfig config_from_json(const std::string& text, const std::string& what) {
   c.mapping.layer_features = int_field(m, "layer_features", what, "mapping.");
   const std::string activation = get_field<std::string>(m, "activation", what, "mapping.");
   if (!parse_activation(activation, &c.mapping.activation))
-    fail(ErrorKind::bad_file, what, ": model config: unsupported mapping activation '", detail::printable(activation, 24), "'");
+    fail(ErrorKind::bad_file, what, ": model config: unsupported mapping activation '",
+         detail::printable(activation, 24), "'");
   const json& s = field(j, "synthesis", what, "");
   const std::string architecture = get_field<std::string>(s, "architecture", what, "synthesis.");
   if (!parse_architecture(architecture, &c.synthesis.architecture))
     fail(ErrorKind::bad_file, what, ": model config: unknown architecture '", detail::printable(architecture, 24), "'");
   const json& ch = field(s, "channels", what, "synthesis.");
-  if (!ch.is_object()) fail(ErrorKind::bad_file, what, ": synthesis.channels is not an object but ", detail::json_brief(ch));
+  if (!ch.is_object())
+    fail(ErrorKind::bad_file, what, ": synthesis.channels is not an object but ", detail::json_brief(ch));
   for (auto it = ch.begin(); it != ch.end(); ++it) {
     const std::string& key = it.key();
     int r = 0;
     const auto res = std::from_chars(key.data(), key.data() + key.size(), r);
     if (key.empty() || res.ec != std::errc() || res.ptr != key.data() + key.size() || r < 1 || r > (1 << 30))
-      fail(ErrorKind::bad_file, what, ": synthesis.channels key '", detail::printable(key, 24), "' is not a resolution");
+      fail(ErrorKind::bad_file, what, ": synthesis.channels key '", detail::printable(key, 24),
+           "' is not a resolution");
     const auto n = detail::json_int(it.value(), -(int64_t(1) << 30), int64_t(1) << 30);
     if (!n)
-      fail(ErrorKind::bad_file, what, ": synthesis.channels[", r, "] is not an integer in range: ", detail::json_brief(it.value()));
+      fail(ErrorKind::bad_file, what, ": synthesis.channels[", r,
+           "] is not an integer in range: ", detail::json_brief(it.value()));
     c.synthesis.channels[r] = static_cast<int>(*n);
   }
   const json& clamp = field(s, "conv_clamp", what, "synthesis.");
-  if (clamp.is_null()) c.synthesis.conv_clamp.reset();
-  else if (clamp.is_number()) c.synthesis.conv_clamp = clamp.get<float>();
-  else fail(ErrorKind::bad_file, what, ": synthesis.conv_clamp must be a number or null, not ", detail::json_brief(clamp));
+  if (clamp.is_null())
+    c.synthesis.conv_clamp.reset();
+  else if (clamp.is_number())
+    c.synthesis.conv_clamp = clamp.get<float>();
+  else
+    fail(ErrorKind::bad_file, what, ": synthesis.conv_clamp must be a number or null, not ", detail::json_brief(clamp));
   const json& fp16 = field(s, "fp16_resolutions", what, "synthesis.");
-  if (!fp16.is_array()) fail(ErrorKind::bad_file, what, ": synthesis.fp16_resolutions is not a list but ", detail::json_brief(fp16));
+  if (!fp16.is_array())
+    fail(ErrorKind::bad_file, what, ": synthesis.fp16_resolutions is not a list but ", detail::json_brief(fp16));
   for (const json& v : fp16) {
     const auto r = detail::json_int(v, 1, int64_t(1) << 30);
-    if (!r) fail(ErrorKind::bad_file, what, ": synthesis.fp16_resolutions holds ", detail::json_brief(v), ", not a resolution");
+    if (!r)
+      fail(ErrorKind::bad_file, what, ": synthesis.fp16_resolutions holds ", detail::json_brief(v),
+           ", not a resolution");
     c.synthesis.fp16_resolutions.push_back(static_cast<int>(*r));
   }
   c.synthesis.resample_filter = get_field<std::vector<float>>(s, "resample_filter", what, "synthesis.");
   c.synthesis.use_noise = get_field<bool>(s, "use_noise", what, "synthesis.");
   c.w_avg_estimated = j.contains("w_avg_estimated") ? get_field<bool>(j, "w_avg_estimated", what, "") : false;
-  c.noise_const_missing = j.contains("noise_const_missing") ? get_field<bool>(j, "noise_const_missing", what, "") : false;
+  c.noise_const_missing =
+      j.contains("noise_const_missing") ? get_field<bool>(j, "noise_const_missing", what, "") : false;
   try {
     c.validate();
   } catch (const Error& e) {

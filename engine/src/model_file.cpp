@@ -6,11 +6,11 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "util/file_util.h"
 #include "json_util.h"
 #include "model_file.h"
 #include "sg2/error.h"
 #include "sg2/model.h"
+#include "util/file_util.h"
 #include "util/text_util.h"
 
 namespace sg2 {
@@ -50,8 +50,9 @@ Model parse_model_file(const uint8_t* d, const size_t size, const std::string& p
   const uint64_t hlen = load_le64(d);
   if (hlen > kMaxModelHeader || hlen > size - 8)
     bad("not a model file or truncated: header length ", hlen, " exceeds the file size ", size);
-  const json header = parse_json_bounded(std::string_view(reinterpret_cast<const char*>(d + 8), static_cast<size_t>(hlen)),
-                                         path + ": not a model file: the safetensors header");
+  const json header =
+      parse_json_bounded(std::string_view(reinterpret_cast<const char*>(d + 8), static_cast<size_t>(hlen)),
+                         path + ": not a model file: the safetensors header");
   if (!header.is_object()) bad("the safetensors header is not a JSON object");
   if (!header.contains("__metadata__") || !header["__metadata__"].is_object())
     bad("a safetensors file without sg2 metadata (no __metadata__). HINT: convert a checkpoint with `sg2 convert`");
@@ -74,7 +75,8 @@ Model parse_model_file(const uint8_t* d, const size_t size, const std::string& p
       bad("__metadata__.format_version '", printable(fv, 24), "' is not a number");
   }
   if (version > kFormatVersion)
-    fail(ErrorKind::unsupported, path, ": model file format_version ", version, " is newer than this sg2 reads (", kFormatVersion, "). HINT: update sg2");
+    fail(ErrorKind::unsupported, path, ": model file format_version ", version, " is newer than this sg2 reads (",
+         kFormatVersion, "). HINT: update sg2");
   if (version < 1) bad("format_version ", version, " is invalid");
 
   Model model;
@@ -111,7 +113,8 @@ Model parse_model_file(const uint8_t* d, const size_t size, const std::string& p
       bad(shown, ": data_offsets must be two non-negative integers");
     const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
     if (begin > end || end > data_size)
-      bad(shown, ": data_offsets [", begin, ", ", end, "] lie outside the ", data_size, " data bytes (truncated file?)");
+      bad(shown, ": data_offsets [", begin, ", ", end, "] lie outside the ", data_size,
+          " data bytes (truncated file?)");
     // The element count in checked arithmetic: a shape cannot need more bytes than its range.
     uint64_t numel = 1;
     for (int64_t dim : shape) {

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <string>
 
-#include "util/file_util.h"
 #include "sg2/error.h"
+#include "util/file_util.h"
 #include "util/text_util.h"
 
 namespace sg2 {
@@ -39,7 +39,8 @@ std::string header_value(const std::string& header, const std::string& key, cons
 }
 
 size_t dtype_size(const std::string& dtype, const std::string& path) {
-  if (dtype.size() < 3) fail(ErrorKind::bad_file, path, ": unsupported .npy dtype '", detail::printable(dtype, 24), "'");
+  if (dtype.size() < 3)
+    fail(ErrorKind::bad_file, path, ": unsupported .npy dtype '", detail::printable(dtype, 24), "'");
   char order = dtype[0];
   if (order == '>' && dtype != ">u1" && dtype != ">i1")
     fail(ErrorKind::unsupported, path, ": big-endian .npy dtype '", detail::printable(dtype, 24), "' is not supported");
@@ -150,7 +151,8 @@ Tensor npy_float_tensor(const NpyArray& a, const std::string& path) {
   } else if (t == "<f2" || t == "=f2") {
     for (size_t i = 0; i < count; ++i) v[i] = detail::half_to_float(detail::load_le16(a.bytes.data() + i * 2));
   } else {
-    fail(ErrorKind::bad_file, path, ": expected a float32/float64/float16 array, found dtype '", detail::printable(t, 24), "'");
+    fail(ErrorKind::bad_file, path, ": expected a float32/float64/float16 array, found dtype '",
+         detail::printable(t, 24), "'");
   }
   return Tensor(a.shape, std::move(v));
 }

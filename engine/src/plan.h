@@ -15,8 +15,8 @@ namespace sg2 {
 struct LayerPlan {
   enum class Kind { conv, torgb, skip };
   Kind kind = Kind::conv;
-  std::string name;            ///< tensor prefix, "synthesis.b8.conv0"
-  int resolution = 0;          ///< output resolution
+  std::string name;    ///< tensor prefix, "synthesis.b8.conv0"
+  int resolution = 0;  ///< output resolution
   int in_channels = 0;
   int out_channels = 0;
   int up = 1;                  ///< 2 for conv0 and skip (r >= 8)
@@ -32,21 +32,21 @@ struct LayerPlan {
 /// One SynthesisBlock b{resolution}.
 struct BlockPlan {
   int resolution = 0;
-  int in_channels = 0;   ///< 0 for b4 (the const input)
+  int in_channels = 0;  ///< 0 for b4 (the const input)
   int out_channels = 0;
-  bool fp16 = false;     ///< the checkpoint runs this block in fp16
+  bool fp16 = false;  ///< the checkpoint runs this block in fp16
   bool is_last = false;
-  std::optional<LayerPlan> conv0;   ///< r >= 8
+  std::optional<LayerPlan> conv0;  ///< r >= 8
   LayerPlan conv1;
-  std::optional<LayerPlan> torgb;   ///< skip: every block; orig/resnet: last block
-  std::optional<LayerPlan> skip;    ///< resnet, r >= 8
+  std::optional<LayerPlan> torgb;  ///< skip: every block; orig/resnet: last block
+  std::optional<LayerPlan> skip;   ///< resnet, r >= 8
 };
 
 struct SynthesisPlan {
   Architecture architecture = Architecture::skip;
   std::vector<BlockPlan> blocks;
-  std::vector<float> filter;  ///< [fh * fw] 2-D resample filter, normalised to sum 1, row-major
-  int filter_size = 4;        ///< fh = fw
+  std::vector<float> filter;    ///< [fh * fw] 2-D resample filter, normalised to sum 1, row-major
+  int filter_size = 4;          ///< fh = fw
   std::vector<float> filter1d;  ///< [fw] the 1-D taps / their sum: filter = outer(filter1d, filter1d) up to rounding
 };
 

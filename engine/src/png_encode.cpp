@@ -189,7 +189,7 @@ std::vector<uint8_t> PngEncoder::encode(const uint8_t* pixels, int width, int he
   std::memcpy(ihdr + 4, "IHDR", 4);
   put_u32(ihdr + 8, uint32_t(width));
   put_u32(ihdr + 12, uint32_t(height));
-  static const uint8_t kColorType[5] = {0, 0, 4, 2, 6};  // by channel count: gray, gray+alpha, RGB, RGBA
+  static const uint8_t kColorType[5] = {0, 0, 4, 2, 6};          // by channel count: gray, gray+alpha, RGB, RGBA
   const uint8_t fields[5] = {8, kColorType[channels], 0, 0, 0};  // depth, color, deflate, filter, no interlace
   std::memcpy(ihdr + 16, fields, 5);
   put_u32(ihdr + 21, libdeflate_crc32(0, ihdr + 4, 17));

@@ -96,7 +96,8 @@ bool read_end_step(PngState* s) {
 bool write_header_step(PngState* s, std::FILE* f, png_uint_32 w, png_uint_32 h, int color) {
   if (setjmp(png_jmpbuf(s->png))) return false;
   png_init_io(s->png, f);
-  png_set_IHDR(s->png, s->info, w, h, 8, color, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_set_IHDR(s->png, s->info, w, h, 8, color, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+               PNG_FILTER_TYPE_DEFAULT);
   png_write_info(s->png, s->info);
   return true;
 }
@@ -138,7 +139,8 @@ struct PngReader::Impl {
     if (s.png != nullptr) png_destroy_read_struct(&s.png, s.info ? &s.info : nullptr, nullptr);
   }
   [[noreturn]] void broken(const char* what) const {
-    fail(ErrorKind::bad_file, path, ": corrupt or unreadable PNG (", what, "): ", s.message[0] ? s.message : "libpng error");
+    fail(ErrorKind::bad_file, path, ": corrupt or unreadable PNG (", what,
+         "): ", s.message[0] ? s.message : "libpng error");
   }
 };
 
@@ -156,8 +158,8 @@ PngReader::PngReader(const std::string& path, int64_t max_pixels) : impl_(std::m
   int depth = 0, interlace = 0;
   png_get_IHDR(m.s.png, m.s.info, &w, &h, &depth, &m.color, &interlace, nullptr, nullptr);
   if (int64_t(w) * int64_t(h) > max_pixels)
-    fail(ErrorKind::bad_file, path, ": the image is ", w, "x", h, " (", int64_t(w) * int64_t(h), " pixels), more than the limit of ",
-         max_pixels, " pixels");
+    fail(ErrorKind::bad_file, path, ": the image is ", w, "x", h, " (", int64_t(w) * int64_t(h),
+         " pixels), more than the limit of ", max_pixels, " pixels");
   const bool trns = png_get_valid(m.s.png, m.s.info, PNG_INFO_tRNS) != 0;
   if (m.color == PNG_COLOR_TYPE_PALETTE) {
     if (png_get_PLTE(m.s.png, m.s.info, &m.palette, &m.palette_size) == 0 || m.palette_size < 1)
@@ -209,8 +211,8 @@ const std::vector<uint16_t>& PngReader::next_row() {
     for (int x = 0; x < m.width; ++x) {
       const int index = src[x];
       if (index >= m.palette_size)
-        fail(ErrorKind::bad_file, m.path, ": palette index ", index, " at pixel (", x, ", ", m.next, ") is beyond its ", m.palette_size,
-             "-entry palette");
+        fail(ErrorKind::bad_file, m.path, ": palette index ", index, " at pixel (", x, ", ", m.next, ") is beyond its ",
+             m.palette_size, "-entry palette");
       uint16_t* px = m.row.data() + size_t(x) * size_t(m.channels);
       px[0] = m.palette[index].red;
       px[1] = m.palette[index].green;
@@ -255,7 +257,7 @@ struct GridPngWriter::Impl {
   int cols, rows, cell_w, cell_h, channels;
   std::vector<Image8> pending;  // the current row of cells
   int added = 0, cell_rows_done = 0;
-  std::vector<uint8_t> line;    // one pixel row of the grid
+  std::vector<uint8_t> line;  // one pixel row of the grid
   bool finished = false;
 
   Impl(const std::string& path, int c, int r, int w, int h, int ch)
@@ -280,7 +282,8 @@ struct GridPngWriter::Impl {
   }
 };
 
-GridPngWriter::GridPngWriter(const std::string& path, int cols, int rows, int cell_width, int cell_height, int channels) {
+GridPngWriter::GridPngWriter(const std::string& path, int cols, int rows, int cell_width, int cell_height,
+                             int channels) {
   if (cols < 1 || rows < 1) fail(ErrorKind::invalid_argument, path, ": a ", cols, "x", rows, " grid");
   check_png_size(int64_t(cols) * cell_width, int64_t(rows) * cell_height, channels, PngWrite::streamed,
                  detail::concat(path, ": a ", cols, "x", rows, " grid of ", cell_width, "x", cell_height, " images"));
@@ -291,7 +294,8 @@ GridPngWriter::GridPngWriter(const std::string& path, int cols, int rows, int ce
   if (m.s.png == nullptr) fail(ErrorKind::out_of_memory, path, ": cannot start libpng");
   m.s.info = png_create_info_struct(m.s.png);
   if (m.s.info == nullptr) fail(ErrorKind::out_of_memory, path, ": cannot start libpng");
-  static const int kColor[] = {PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB, PNG_COLOR_TYPE_RGB_ALPHA};
+  static const int kColor[] = {PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
+                               PNG_COLOR_TYPE_RGB_ALPHA};
   if (!write_header_step(&m.s, m.tmp.file(), static_cast<png_uint_32>(int64_t(cols) * cell_width),
                          static_cast<png_uint_32>(int64_t(rows) * cell_height), kColor[channels - 1]))
     m.broken();
@@ -304,9 +308,10 @@ void GridPngWriter::add(const Image8& cell) {
   if (m.finished) fail(ErrorKind::invalid_argument, m.tmp.path(), ": the grid is finished");
   if (cell.width != m.cell_w || cell.height != m.cell_h || cell.channels != m.channels ||
       cell.pixels.size() != size_t(m.cell_w) * size_t(m.cell_h) * size_t(m.channels))
-    fail(ErrorKind::invalid_argument, m.tmp.path(), ": a ", cell.width, "x", cell.height, "x", cell.channels, " cell in a grid of ", m.cell_w,
-         "x", m.cell_h, "x", m.channels, " cells");
-  if (m.added >= m.cols * m.rows) fail(ErrorKind::invalid_argument, m.tmp.path(), ": more than ", m.cols * m.rows, " cells");
+    fail(ErrorKind::invalid_argument, m.tmp.path(), ": a ", cell.width, "x", cell.height, "x", cell.channels,
+         " cell in a grid of ", m.cell_w, "x", m.cell_h, "x", m.channels, " cells");
+  if (m.added >= m.cols * m.rows)
+    fail(ErrorKind::invalid_argument, m.tmp.path(), ": more than ", m.cols * m.rows, " cells");
   m.pending.push_back(cell);
   ++m.added;
   if (int(m.pending.size()) == m.cols) m.write_cell_row();

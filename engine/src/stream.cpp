@@ -57,7 +57,8 @@ struct Finished {
 void validate_job(const ImageJob& job, const ModelConfig& cfg) {
   const bool from_ws = !job.ws.empty() || job.ws.ndim() > 0;
   if (from_ws == !job.seeds.empty())
-    fail(ErrorKind::invalid_argument, from_ws ? "give either seeds or ws rows, not both" : "the job has no seeds and no ws rows");
+    fail(ErrorKind::invalid_argument,
+         from_ws ? "give either seeds or ws rows, not both" : "the job has no seeds and no ws rows");
   if (from_ws) {
     if (job.ws.ndim() != 3 || job.ws.dim(1) != cfg.num_ws || job.ws.dim(2) != cfg.w_dim)
       fail(ErrorKind::invalid_argument, "ws must be [N, ", cfg.num_ws, ", ", cfg.w_dim, "] for this model, got ",
@@ -67,8 +68,8 @@ void validate_job(const ImageJob& job, const ModelConfig& cfg) {
   if (job.ws_first_row < 0 || job.ws_first_row > (int64_t(1) << 50))
     fail(ErrorKind::invalid_argument, "ws_first_row ", job.ws_first_row, " is out of range [0, 2^50]");
   if (cfg.c_dim > 0 && !from_ws && (job.class_idx < 0 || job.class_idx >= cfg.c_dim))
-    fail(ErrorKind::invalid_argument, "this model is conditional (", cfg.c_dim, " classes): every image needs a class in [0, ",
-         cfg.c_dim - 1, "], got ", job.class_idx);
+    fail(ErrorKind::invalid_argument, "this model is conditional (", cfg.c_dim,
+         " classes): every image needs a class in [0, ", cfg.c_dim - 1, "], got ", job.class_idx);
   if (job.tf_seed_mode && job.noise_mode != NoiseMode::const_)
     fail(ErrorKind::invalid_argument, "the TF seed mode defines the const noise maps: use noise mode const");
 }
@@ -90,7 +91,8 @@ StreamStats generate_stream(const std::vector<Generator*>& gens, const ImageJob&
   validate_job(job, cfg);
   if (options.batch < 0) fail(ErrorKind::invalid_argument, "generate_stream: batch ", options.batch, " must be >= 0");
   if (options.batches_in_flight < 2)
-    fail(ErrorKind::invalid_argument, "generate_stream: batches_in_flight must be >= 2, got ", options.batches_in_flight);
+    fail(ErrorKind::invalid_argument, "generate_stream: batches_in_flight must be >= 2, got ",
+         options.batches_in_flight);
   if (!options.uint8 && !options.float32 && !options.ws)
     fail(ErrorKind::invalid_argument, "generate_stream: ask for at least one of uint8, float32, ws");
   const bool from_ws = job.seeds.empty();
@@ -198,7 +200,8 @@ StreamStats generate_stream(const std::vector<Generator*>& gens, const ImageJob&
           Tensor c;
           if (cfg.c_dim > 0) {
             c = Tensor({n, cfg.c_dim});
-            for (int i = 0; i < n; ++i) std::copy(label.data(), label.data() + cfg.c_dim, c.data() + int64_t(i) * cfg.c_dim);
+            for (int i = 0; i < n; ++i)
+              std::copy(label.data(), label.data() + cfg.c_dim, c.data() + int64_t(i) * cfg.c_dim);
           }
           ws = gen.map(z, c, job.truncation);
           if (noise.mode == NoiseMode::random)

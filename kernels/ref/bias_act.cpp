@@ -27,35 +27,47 @@ float default_gain(Activation a) {
   switch (a) {
     case Activation::relu:
     case Activation::lrelu:
-    case Activation::swish: return static_cast<float>(std::sqrt(2.0));
-    default: return 1.0f;
+    case Activation::swish:
+      return static_cast<float>(std::sqrt(2.0));
+    default:
+      return 1.0f;
   }
 }
 
 float activate(Activation a, float v, float alpha) {
   switch (a) {
-    case Activation::linear: return v;
-    case Activation::relu: return v > 0.0f ? v : 0.0f;
-    case Activation::lrelu: return v > 0.0f ? v : v * alpha;
-    case Activation::tanh: return std::tanh(v);
-    case Activation::sigmoid: return 1.0f / (1.0f + std::exp(-v));
-    case Activation::elu: return v >= 0.0f ? v : std::expm1(v);
+    case Activation::linear:
+      return v;
+    case Activation::relu:
+      return v > 0.0f ? v : 0.0f;
+    case Activation::lrelu:
+      return v > 0.0f ? v : v * alpha;
+    case Activation::tanh:
+      return std::tanh(v);
+    case Activation::sigmoid:
+      return 1.0f / (1.0f + std::exp(-v));
+    case Activation::elu:
+      return v >= 0.0f ? v : std::expm1(v);
     case Activation::selu: {
       const float lambda = 1.0507009873554804934193349852946f, a2 = 1.6732632423543772848170429916717f;
       return v >= 0.0f ? lambda * v : lambda * a2 * std::expm1(v);
     }
-    case Activation::softplus: return std::log1p(std::exp(-std::fabs(v))) + std::max(v, 0.0f);
-    case Activation::swish: return v / (1.0f + std::exp(-v));
+    case Activation::softplus:
+      return std::log1p(std::exp(-std::fabs(v))) + std::max(v, 0.0f);
+    case Activation::swish:
+      return v / (1.0f + std::exp(-v));
   }
   return v;
 }
 
 Tensor bias_act(const Tensor& x, const Tensor* bias, int dim, Activation act, std::optional<float> alpha,
                 std::optional<float> gain, std::optional<float> clamp) {
-  if (dim < 0 || dim >= x.ndim()) fail(ErrorKind::invalid_argument, "bias_act: dim ", dim, " for shape ", x.shape_str());
+  if (dim < 0 || dim >= x.ndim())
+    fail(ErrorKind::invalid_argument, "bias_act: dim ", dim, " for shape ", x.shape_str());
   const int64_t C = x.dim(dim);
   if (bias != nullptr && (bias->ndim() != 1 || bias->dim(0) != C))
-    fail(ErrorKind::invalid_argument, "bias_act: bias ", bias->shape_str(), " does not match dimension ", dim, " of ", x.shape_str());
+    fail(ErrorKind::invalid_argument, "bias_act: bias ", bias->shape_str(), " does not match dimension ", dim, " of ",
+         x.shape_str());
   int64_t inner = 1;
   for (int d = dim + 1; d < x.ndim(); ++d) inner *= x.dim(d);
   const float a = alpha ? *alpha : default_alpha(act);

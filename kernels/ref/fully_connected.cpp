@@ -28,7 +28,8 @@ Tensor normalize_2nd_moment(const Tensor& x, float eps) {
 Tensor fully_connected(const Tensor& x, const Tensor& weight, const Tensor* bias, float weight_gain, float bias_gain,
                        Activation act) {
   if (x.ndim() != 2 || weight.ndim() != 2 || weight.dim(1) != x.dim(1))
-    fail(ErrorKind::invalid_argument, "fully_connected: x ", x.shape_str(), " and weight ", weight.shape_str(), " do not match");
+    fail(ErrorKind::invalid_argument, "fully_connected: x ", x.shape_str(), " and weight ", weight.shape_str(),
+         " do not match");
   const int64_t N = x.dim(0), I = x.dim(1), O = weight.dim(0);
   if (bias != nullptr && (bias->ndim() != 1 || bias->dim(0) != O))
     fail(ErrorKind::invalid_argument, "fully_connected: bias ", bias->shape_str(), " for ", O, " outputs");

@@ -16,15 +16,15 @@ struct WeightView {
   const float* data;
   int64_t cout, cin, kh, kw;
   bool per_sample;
-  const float* at(int64_t n, int64_t o) const {
-    return data + ((per_sample ? n * cout : 0) + o) * cin * kh * kw;
-  }
+  const float* at(int64_t n, int64_t o) const { return data + ((per_sample ? n * cout : 0) + o) * cin * kh * kw; }
 };
 
 WeightView view_weight(const Tensor& w, int64_t N, int64_t Cin, const char* op) {
   if (w.ndim() == 4 && w.dim(1) == Cin) return {w.data(), w.dim(0), w.dim(1), w.dim(2), w.dim(3), false};
-  if (w.ndim() == 5 && w.dim(0) == N && w.dim(2) == Cin) return {w.data(), w.dim(1), w.dim(2), w.dim(3), w.dim(4), true};
-  fail(ErrorKind::invalid_argument, op, ": weight ", w.shape_str(), " does not match ", Cin, " input channels and batch ", N);
+  if (w.ndim() == 5 && w.dim(0) == N && w.dim(2) == Cin)
+    return {w.data(), w.dim(1), w.dim(2), w.dim(3), w.dim(4), true};
+  fail(ErrorKind::invalid_argument, op, ": weight ", w.shape_str(), " does not match ", Cin,
+       " input channels and batch ", N);
 }
 
 }  // namespace
@@ -112,8 +112,8 @@ Tensor modulated_conv2d(const Tensor& x, const Tensor& weight, const Tensor& sty
          " styles ", styles.shape_str());
   const int64_t N = x.dim(0), Cin = x.dim(1), O = weight.dim(0), kh = weight.dim(2), kw = weight.dim(3);
   if (weight.dim(1) != Cin || styles.dim(0) != N || styles.dim(1) != Cin)
-    fail(ErrorKind::invalid_argument, "modulated_conv2d: x ", x.shape_str(), ", weight ", weight.shape_str(), ", styles ",
-         styles.shape_str(), " do not match");
+    fail(ErrorKind::invalid_argument, "modulated_conv2d: x ", x.shape_str(), ", weight ", weight.shape_str(),
+         ", styles ", styles.shape_str(), " do not match");
   // Per-sample weights, as the fused (grouped-conv) path of the official code.
   Tensor wmod({N, O, Cin, kh, kw});
   const Tensor d = args.demodulate ? demod_coefficients(weight, styles) : Tensor();

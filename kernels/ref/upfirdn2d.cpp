@@ -22,8 +22,10 @@ Tensor upfirdn2d(const Tensor& x, const std::vector<float>& f, int fh, int fw, c
   for (int i = 0; i < fh; ++i)
     for (int j = 0; j < fw; ++j) {
       const float v = f[size_t(i) * fw + j] * a.gain;
-      if (a.flip_filter) g[size_t(i) * fw + j] = v;
-      else g[size_t(fh - 1 - i) * fw + (fw - 1 - j)] = v;
+      if (a.flip_filter)
+        g[size_t(i) * fw + j] = v;
+      else
+        g[size_t(fh - 1 - i) * fw + (fw - 1 - j)] = v;
     }
   Tensor out({N, C, OH, OW});
   parallel_for(N * C, [&](int64_t nc) {

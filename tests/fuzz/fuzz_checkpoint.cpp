@@ -3,8 +3,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "sg2/error.h"
 #include "sg2/convert.h"
+#include "sg2/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   sg2::ConvertOptions options;

@@ -24,9 +24,9 @@
 #include "test_util.h"
 
 /// Skips the test (cleanly, with the reason) when this build or machine has no usable GPU.
-#define SG2_REQUIRE_GPU()                                               \
-  do {                                                                  \
-    std::string sg2_why_;                                               \
+#define SG2_REQUIRE_GPU()                                                          \
+  do {                                                                             \
+    std::string sg2_why_;                                                          \
     if (!::sg2::cuda_available(&sg2_why_)) GTEST_SKIP() << "no GPU: " << sg2_why_; \
   } while (0)
 
@@ -49,7 +49,8 @@ inline bool tf32x3_runs_here(int cin, int cout) {
   s.H = s.W = 16;
   s.Cin = cin;
   s.Cout = cout;
-  const auto c = cuda::conv_candidates(s, cuda::ConvMath::fp32_strict, gpu_caps(), cuda::CudaTuning::from_environment());
+  const auto c =
+      cuda::conv_candidates(s, cuda::ConvMath::fp32_strict, gpu_caps(), cuda::CudaTuning::from_environment());
   return std::find(c.begin(), c.end(), cuda::ConvImpl::tensor_core) != c.end();
 }
 

@@ -12,8 +12,8 @@
 
 #include "backend.h"
 #include "cuda/conv.h"
-#include "kernels/conv2d_tf32x3.h"
 #include "gpu_test_util.h"
+#include "kernels/conv2d_tf32x3.h"
 #include "sg2/bench.h"
 #include "sg2/error.h"
 #include "sg2/generator.h"
@@ -102,8 +102,8 @@ TEST(GpuGenerator, Fp32MatchesCpuOnRandomModels) {
         ns.seed = 77;
         if (mode == NoiseMode::random) ns.keys = {10, 11, 12};
         const Tensor a = cpu.synthesize(ws_cpu, ns), b = gpu.synthesize(ws_cpu, ns);
-        EXPECT_TRUE(near_rel(b, a, 1e-4,
-                             mc.label + " img psi " + std::to_string(tr.psi) + " noise " + to_string(mode)));
+        EXPECT_TRUE(
+            near_rel(b, a, 1e-4, mc.label + " img psi " + std::to_string(tr.psi) + " noise " + to_string(mode)));
       }
     }
     // per-sample noise maps (the TF run_generator convention)
@@ -129,7 +129,8 @@ TEST(GpuGenerator, DumpsMatchCpuDumps) {
     const Tensor a = cpu.generate(in.z, in.c), b = gpu.generate(in.z, in.c);
     EXPECT_TRUE(near_rel(b, a, 1e-4, mc.label + " dumped run"));
     std::vector<std::string> names;
-    for (int i = 0; i < model.config.mapping.num_layers; ++i) names.push_back("mapping_fc" + std::to_string(i) + ".npy");
+    for (int i = 0; i < model.config.mapping.num_layers; ++i)
+      names.push_back("mapping_fc" + std::to_string(i) + ".npy");
     for (int r : model.config.block_resolutions()) {
       names.push_back("b" + std::to_string(r) + "_x.npy");
       if (mc.arch == "skip" || r == model.config.img_resolution) names.push_back("b" + std::to_string(r) + "_img.npy");
@@ -269,7 +270,8 @@ TEST(GpuGenerator, WithoutAGpuTheErrorNamesTheReason) {
     const std::string m = e.what();
     EXPECT_NE(m.find("cannot run on the GPU: "), std::string::npos) << m;
     EXPECT_TRUE(m.find("no NVIDIA driver") != std::string::npos || m.find("no CUDA-capable GPU") != std::string::npos ||
-                m.find("CUDA") != std::string::npos) << m;
+                m.find("CUDA") != std::string::npos)
+        << m;
     EXPECT_EQ(m.find("--device"), std::string::npos) << "a CLI hint in a library message: " << m;
   }
 }
@@ -279,7 +281,8 @@ TEST(GpuGenerator, WithoutAGpuTheErrorNamesTheReason) {
 // that of the FMA-only path (SG2_FP32_CONV=simt), and far below plain TF32's.
 TEST(GpuGenerator, Fp32OnTensorCoresIsAsAccurateAsFma) {
   SG2_REQUIRE_GPU();
-  Model model = make_random_model(make_config(64, 16384, 512, 64, 64, 0, 3, 2, Architecture::skip, std::nullopt, 0), 21);
+  Model model =
+      make_random_model(make_config(64, 16384, 512, 64, 64, 0, 3, 2, Architecture::skip, std::nullopt, 0), 21);
   Generator cpu(model, opts(Device::Kind::cpu));
   const Inputs in = inputs(model.config, {7, 8});
   const Tensor ws = cpu.map(in.z, in.c);

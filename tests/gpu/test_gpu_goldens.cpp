@@ -96,8 +96,10 @@ TEST(GpuGoldens, FixturesMatchInFp32) {
     nlohmann::json index = nlohmann::json::parse(std::ifstream(root / "index.json"));
     for (auto& [name, info] : index["cases"].items()) {
       const int n = check_case(root / name, info["model_file"].get<std::string>(), name);
-      if (n < 0) ++skipped;
-      else compared += n;
+      if (n < 0)
+        ++skipped;
+      else
+        compared += n;
     }
   }
   const fs::path extra = test::source_path("tests/data/official_extra");
@@ -107,8 +109,10 @@ TEST(GpuGoldens, FixturesMatchInFp32) {
       nlohmann::json man = nlohmann::json::parse(std::ifstream(d.path() / "manifest.json"));
       const int n = check_case(d.path(), man.value("model_file", "network-snapshot.pkl"),
                                "official_extra/" + d.path().filename().string());
-      if (n < 0) ++skipped;
-      else compared += n;
+      if (n < 0)
+        ++skipped;
+      else
+        compared += n;
     }
   }
   std::cout << "  compared " << compared << " golden images; " << skipped << " cases skipped; worst max|diff| "

@@ -10,8 +10,8 @@
 #include <cstring>
 #include <iostream>
 
-#include "cuda/cuda_raii.h"
 #include "cuda/conv.h"
+#include "cuda/cuda_raii.h"
 #include "gpu_test_util.h"
 #include "kernels/conv2d.h"
 #include "kernels/conv2d_simt.h"
@@ -42,7 +42,12 @@ const char* dt_name(DType t) { return t == DType::f16 ? "fp16" : "fp32"; }
 
 TEST(GpuKernels, FullyConnectedMatchesReference) {
   SG2_REQUIRE_GPU();
-  struct Case { int N, in, out; ref::Activation act; cuda::FcAct gact; float wg, bg; };
+  struct Case {
+    int N, in, out;
+    ref::Activation act;
+    cuda::FcAct gact;
+    float wg, bg;
+  };
   const Case cases[] = {{1, 5, 3, ref::Activation::lrelu, cuda::FcAct::lrelu, 0.01f / std::sqrt(5.0f), 0.01f},
                         {3, 64, 13, ref::Activation::linear, cuda::FcAct::linear, 0.125f, 1.0f},
                         {11, 77, 40, ref::Activation::lrelu, cuda::FcAct::lrelu, 0.3f, 0.5f},
@@ -157,7 +162,9 @@ TEST(GpuKernels, TruncationIsBitExactLerp) {
 TEST(GpuKernels, DemodulationMatchesReference) {
   SG2_REQUIRE_GPU();
   const int N = 3;
-  struct L { int cin, cout, fp16; };
+  struct L {
+    int cin, cout, fp16;
+  };
   const L layers[] = {{5, 7, 0}, {13, 3, 1}, {64, 40, 1}};
   std::vector<cuda::DemodLayer> table;
   std::vector<int> layer_of_output;
@@ -213,7 +220,8 @@ TEST(GpuKernels, DemodulationMatchesReference) {
   a.smax = dsmax.as<float>();
   a.dcoefs = ddd.as<float>();
   cuda::demodulate(a, nullptr);
-  Tensor s_in = from_device(ds_in.get(), {N, S}), smax = from_device(dsmax.get(), {N, 3}), dcoefs = from_device(ddd.get(), {N, Dc});
+  Tensor s_in = from_device(ds_in.get(), {N, S}), smax = from_device(dsmax.get(), {N, 3}),
+         dcoefs = from_device(ddd.get(), {N, Dc});
   for (int li = 0; li < 3; ++li) {
     const auto& d = table[size_t(li)];
     Tensor sl({N, d.in_channels});
@@ -227,7 +235,8 @@ TEST(GpuKernels, DemodulationMatchesReference) {
       EXPECT_FLOAT_EQ(smax[int64_t(n) * 3 + li], d.fp16 ? mx : 1.0f);
       for (int i = 0; i < d.in_channels; ++i) {
         got_in[int64_t(n) * d.in_channels + i] = s_in[int64_t(n) * S + d.s_offset + i];
-        ref_in[int64_t(n) * d.in_channels + i] = d.fp16 ? sl[int64_t(n) * d.in_channels + i] / mx : sl[int64_t(n) * d.in_channels + i];
+        ref_in[int64_t(n) * d.in_channels + i] =
+            d.fp16 ? sl[int64_t(n) * d.in_channels + i] / mx : sl[int64_t(n) * d.in_channels + i];
       }
       for (int o = 0; o < d.out_channels; ++o) {
         float v = dcoefs[int64_t(n) * Dc + d.dcoef_offset + o];
@@ -265,7 +274,8 @@ std::vector<Tensor> run_epilogue_case(const EpiCase& k, uint32_t seed, bool shar
   }
   Tensor dcoefs = randn({N, C}, seed + 1), bias = randn({C}, seed + 2), scale = randn({N, C}, seed + 3);
   Tensor noise = randn({k.per_sample_noise ? N : 1, H, W}, seed + 4), res = randn({N, C, H, W}, seed + 5);
-  Tensor rgb_w = randn({std::max(K, 1), C}, seed + 6), rgb_s = randn({N, C}, seed + 7, 0.3f), rgb_b = randn({std::max(K, 1)}, seed + 8);
+  Tensor rgb_w = randn({std::max(K, 1), C}, seed + 6), rgb_s = randn({N, C}, seed + 7, 0.3f),
+         rgb_b = randn({std::max(K, 1)}, seed + 8);
   Tensor prev = randn({N, std::max(K, 1), H / 2, W / 2}, seed + 9);
   const float strength = 0.7f, gain = static_cast<float>(std::sqrt(2.0)), clamp = k.clamp ? 2.5f : -1.0f;
   // reference
@@ -278,7 +288,8 @@ std::vector<Tensor> run_epilogue_case(const EpiCase& k, uint32_t seed, bool shar
         t = t + noise[(k.per_sample_noise ? int64_t(n) * H * W : 0) + p] * strength;
         v[i] = t;
       }
-  v = ref::bias_act(v, &bias, 1, ref::Activation::lrelu, {}, gain, k.clamp ? std::optional<float>(clamp) : std::nullopt);
+  v = ref::bias_act(v, &bias, 1, ref::Activation::lrelu, {}, gain,
+                    k.clamp ? std::optional<float>(clamp) : std::nullopt);
   if (k.residual)
     for (int64_t i = 0; i < v.numel(); ++i) v[i] = v[i] + res[i];
   Tensor out = v;
@@ -303,7 +314,8 @@ std::vector<Tensor> run_epilogue_case(const EpiCase& k, uint32_t seed, bool shar
   auto d_noise = to_device(noise), d_res = to_device(to_nhwc(res)), d_rw = to_device(rgb_w), d_rs = to_device(rgb_s);
   auto d_rb = to_device(rgb_b), d_prev = to_device(prev), d_f = to_device(filter);
   const size_t count = size_t(N) * C * H * W;
-  auto d_out = poisoned(count, k.out), d_raw = poisoned(count, k.out), d_img = poisoned(size_t(N) * std::max(K, 1) * H * W);
+  auto d_out = poisoned(count, k.out), d_raw = poisoned(count, k.out),
+       d_img = poisoned(size_t(N) * std::max(K, 1) * H * W);
   cuda::EpilogueArgs a;
   a.N = N;
   a.H = H;
@@ -352,13 +364,15 @@ std::vector<Tensor> run_epilogue_case(const EpiCase& k, uint32_t seed, bool shar
   } else {
     cuda::conv_epilogue(a, nullptr);
   }
-  const std::string label = std::string(k.fused ? "fused conv " : "") + "epilogue N=" + std::to_string(N) + " C=" + std::to_string(C) + " H=" + std::to_string(H) +
-                            " K=" + std::to_string(K) + " " + dt_name(k.in) + "->" + dt_name(k.out);
+  const std::string label = std::string(k.fused ? "fused conv " : "") + "epilogue N=" + std::to_string(N) +
+                            " C=" + std::to_string(C) + " H=" + std::to_string(H) + " K=" + std::to_string(K) + " " +
+                            dt_name(k.in) + "->" + dt_name(k.out);
   const double tol = k.out == DType::f16 ? 2e-3 : 1e-6;
   EXPECT_TRUE(near_rel(to_nchw(from_device(d_out.get(), {N, H, W, C}, k.out)), out, tol, label + " out"));
   EXPECT_TRUE(near_rel(to_nchw(from_device(d_raw.get(), {N, H, W, C}, k.out)), v, tol, label + " raw"));
   // fused: the conv sums in another order than the reference (fp32, ~1e-6 relative)
-  if (K > 0) EXPECT_TRUE(near_rel(from_device(d_img.get(), {N, K, H, W}), img_ref, k.fused ? 1e-4 : 1e-5, label + " img"));
+  if (K > 0)
+    EXPECT_TRUE(near_rel(from_device(d_img.get(), {N, K, H, W}), img_ref, k.fused ? 1e-4 : 1e-5, label + " img"));
   return {from_device(d_out.get(), {N, H, W, C}, k.out), from_device(d_raw.get(), {N, H, W, C}, k.out),
           from_device(d_img.get(), {N, std::max(K, 1), H, W})};
 }
@@ -427,9 +441,13 @@ TEST(GpuKernels, ConvEpilogueKernelsAgreeBitForBit) {
 
 TEST(GpuKernels, UpconvEpilogueMatchesReference) {
   SG2_REQUIRE_GPU();
-  struct Case { int N, C, H; DType in, out; bool per_sample; };
-  const Case cases[] = {{1, 5, 8, DType::f32, DType::f32, false}, {2, 32, 16, DType::f32, DType::f32, true},
-                        {3, 40, 8, DType::f16, DType::f16, true}, {1, 64, 32, DType::f16, DType::f32, false},
+  struct Case {
+    int N, C, H;
+    DType in, out;
+    bool per_sample;
+  };
+  const Case cases[] = {{1, 5, 8, DType::f32, DType::f32, false},  {2, 32, 16, DType::f32, DType::f32, true},
+                        {3, 40, 8, DType::f16, DType::f16, true},  {1, 64, 32, DType::f16, DType::f32, false},
                         {2, 13, 64, DType::f32, DType::f16, true}, {1, 512, 8, DType::f16, DType::f16, false}};
   const std::vector<float> filter = make_filter2d({1, 3, 3, 1});
   const std::vector<float> filter1d = {0.125f, 0.375f, 0.375f, 0.125f};  // outer(filter1d, filter1d) == filter
@@ -490,8 +508,9 @@ TEST(GpuKernels, UpconvEpilogueMatchesReference) {
       SG2_CUDA_CHECK(cudaMemset(d_out.get(), 0xff, d_out.bytes()));
       SG2_CUDA_CHECK(cudaMemset(d_raw.get(), 0xff, d_raw.bytes()));
       cuda::upconv_epilogue(a, nullptr);
-      const std::string label = std::string(sep ? "separable " : "") + "upconv N=" + std::to_string(N) + " C=" +
-                                std::to_string(C) + " H=" + std::to_string(H) + " " + dt_name(k.in) + "->" + dt_name(k.out);
+      const std::string label = std::string(sep ? "separable " : "") + "upconv N=" + std::to_string(N) +
+                                " C=" + std::to_string(C) + " H=" + std::to_string(H) + " " + dt_name(k.in) + "->" +
+                                dt_name(k.out);
       const double tol = k.out == DType::f16 ? 2e-3 : 1e-6;
       EXPECT_TRUE(near_rel(to_nchw(from_device(d_out.get(), {N, H, H, C}, k.out)), out, tol, label + " out"));
       EXPECT_TRUE(near_rel(to_nchw(from_device(d_raw.get(), {N, H, H, C}, k.out)), v, tol, label + " raw"));
@@ -511,13 +530,15 @@ TEST(GpuKernels, Upsample2dAndConstInputMatchReference) {
     auto d_x = to_device(to_nhwc(x), dt);
     auto d_y = poisoned(size_t(2) * 5 * 8 * 16);
     cuda::upsample2d_nhwc(d_x.get(), dt, 2, 4, 8, 5, d_f.as<float>(), 4, 0.7f, d_y.as<float>(), nullptr);
-    EXPECT_TRUE(near_rel(to_nchw(from_device(d_y.get(), {2, 8, 16, 5})), ref, 1e-6, std::string("upsample2d ") + dt_name(dt)));
+    EXPECT_TRUE(
+        near_rel(to_nchw(from_device(d_y.get(), {2, 8, 16, 5})), ref, 1e-6, std::string("upsample2d ") + dt_name(dt)));
   }
   Tensor k = randn({13, 4, 4}, 12), s = randn({3, 16}, 13);
   Tensor ref({3, 13, 4, 4});
   for (int n = 0; n < 3; ++n)
     for (int c = 0; c < 13; ++c)
-      for (int p = 0; p < 16; ++p) ref[(int64_t(n) * 13 + c) * 16 + p] = k[int64_t(c) * 16 + p] * s[int64_t(n) * 16 + c];
+      for (int p = 0; p < 16; ++p)
+        ref[(int64_t(n) * 13 + c) * 16 + p] = k[int64_t(c) * 16 + p] * s[int64_t(n) * 16 + c];
   auto d_k = to_device(k), d_s = to_device(s);
   auto d_o = poisoned(3 * 13 * 16);
   cuda::modulate_const(d_k.as<float>(), 13, 4, 4, d_s.as<float>(), 16, 3, DType::f32, d_o.get(), nullptr);
@@ -544,16 +565,17 @@ double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl imp
     x = round_f16(x);
     w = round_f16(w);
   }
-  Tensor ref = c.transposed ? ref::conv_transpose2d_stride2(x, w, false)
-                            : ref::conv2d(x, w, c.k / 2, true);
+  Tensor ref = c.transposed ? ref::conv_transpose2d_stride2(x, w, false) : ref::conv2d(x, w, c.k / 2, true);
   // device filter layouts: forward [Cout, k, k, Cin]; transposed [Cin, k, k, Cout]
   Tensor wd({c.transposed ? c.Cin : c.Cout, c.k, c.k, c.transposed ? c.Cout : c.Cin});
   for (int o = 0; o < c.Cout; ++o)
     for (int i = 0; i < c.Cin; ++i)
       for (int kk = 0; kk < c.k * c.k; ++kk) {
         const float v = w[(int64_t(o) * c.Cin + i) * c.k * c.k + kk];
-        if (c.transposed) wd[(int64_t(i) * c.k * c.k + kk) * c.Cout + o] = v;
-        else wd[(int64_t(o) * c.k * c.k + kk) * c.Cin + i] = v;
+        if (c.transposed)
+          wd[(int64_t(i) * c.k * c.k + kk) * c.Cout + o] = v;
+        else
+          wd[(int64_t(o) * c.k * c.k + kk) * c.Cin + i] = v;
       }
   auto d_x = to_device(to_nhwc(x), dt), d_w = to_device(wd, dt);
   const int OH = static_cast<int>(ref.dim(2));
@@ -562,10 +584,14 @@ double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl imp
   if (impl == ConvImpl::tf32x3 || impl == ConvImpl::tf32x3_split8) {
     // the operands by the math: fp32_strict 3xTF32 (hi, lo), tf32 (hi), fp16 (the fp16 weights)
     using Ops = cuda::Tf32x3ConvArgs::Operands;
-    const Ops ops = math == cuda::ConvMath::fp32_strict ? Ops::tf32x3 : math == cuda::ConvMath::tf32 ? Ops::tf32 : Ops::f16;
+    const Ops ops = math == cuda::ConvMath::fp32_strict ? Ops::tf32x3
+                    : math == cuda::ConvMath::tf32      ? Ops::tf32
+                                                        : Ops::f16;
     std::vector<float> hi(size_t(wd.numel())), lo(size_t(wd.numel()));
-    if (ops == Ops::f16) cuda::tc_pack_weights(wd.data(), c.Cin, c.Cout, c.transposed, hi.data());
-    else cuda::tf32x3_pack_weights(wd.data(), c.Cin, c.Cout, c.transposed, hi.data(), lo.data());
+    if (ops == Ops::f16)
+      cuda::tc_pack_weights(wd.data(), c.Cin, c.Cout, c.transposed, hi.data());
+    else
+      cuda::tf32x3_pack_weights(wd.data(), c.Cin, c.Cout, c.transposed, hi.data(), lo.data());
     auto d_hi = to_device(Tensor({int64_t(hi.size())}, hi), dt), d_lo = to_device(lo);
     cuda::Tf32x3ConvArgs a;
     a.operands = ops;
@@ -591,7 +617,9 @@ double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl imp
     }
     cuda::conv2d_tf32x3(a, nullptr);
     SG2_CUDA_CHECK(cudaDeviceSynchronize());
-    how = std::string(ops == Ops::tf32x3 ? "3xtf32" : ops == Ops::tf32 ? "tf32" : "fp16") +
+    how = std::string(ops == Ops::tf32x3 ? "3xtf32"
+                      : ops == Ops::tf32 ? "tf32"
+                                         : "fp16") +
           (a.impl == cuda::Tf32x3ConvArgs::Impl::wgmma ? " wgmma" : " mma.sync") + (a.splits > 1 ? " split-k 8" : "");
   } else if (impl == ConvImpl::simt) {
     cuda::SimtConvArgs a;
@@ -656,18 +684,18 @@ double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl imp
   for (int64_t i = 0; i < got.numel(); ++i) err = std::max(err, double(std::fabs(got[i] - ref[i])));
   err /= scale_of(ref);
   EXPECT_TRUE(near_rel(got, ref, tol,
-                       std::string(c.transposed ? "transposed" : "forward") + " N=" + std::to_string(c.N) + " H=" +
-                           std::to_string(c.H) + " " + std::to_string(c.Cin) + "->" + std::to_string(c.Cout) + " k=" +
-                           std::to_string(c.k) + " " + dt_name(dt) + " via " + how));
+                       std::string(c.transposed ? "transposed" : "forward") + " N=" + std::to_string(c.N) +
+                           " H=" + std::to_string(c.H) + " " + std::to_string(c.Cin) + "->" + std::to_string(c.Cout) +
+                           " k=" + std::to_string(c.k) + " " + dt_name(dt) + " via " + how));
   return err;
 }
 
-const ConvCase kConvCases[] = {{1, 4, 3, 5, 3, false},  {3, 8, 13, 7, 3, false},  {2, 16, 32, 32, 3, false},
-                               {1, 4, 5, 3, 3, true},   {3, 8, 16, 13, 3, true},  {2, 16, 64, 32, 3, true},
+const ConvCase kConvCases[] = {{1, 4, 3, 5, 3, false},   {3, 8, 13, 7, 3, false},   {2, 16, 32, 32, 3, false},
+                               {1, 4, 5, 3, 3, true},    {3, 8, 16, 13, 3, true},   {2, 16, 64, 32, 3, true},
                                {2, 8, 24, 40, 1, false}, {1, 32, 64, 64, 3, false}, {1, 32, 64, 32, 3, true}};
 // shapes the SIMT fp32 kernel takes (Cin % 8, Cout % 32): partial tiles, both channel tilings
-const ConvCase kSimtCases[] = {{2, 16, 32, 32, 3, false}, {2, 16, 64, 32, 3, true},  {1, 32, 64, 64, 3, false},
-                               {1, 32, 64, 32, 3, true},  {3, 8, 24, 96, 3, false},  {5, 8, 16, 32, 3, true},
+const ConvCase kSimtCases[] = {{2, 16, 32, 32, 3, false}, {2, 16, 64, 32, 3, true},   {1, 32, 64, 64, 3, false},
+                               {1, 32, 64, 32, 3, true},  {3, 8, 24, 96, 3, false},   {5, 8, 16, 32, 3, true},
                                {2, 4, 8, 64, 3, true},    {1, 4, 512, 128, 3, false}, {3, 64, 32, 32, 3, true},
                                {3, 5, 16, 128, 3, true},  {2, 7, 8, 256, 3, false},   {1, 3, 24, 384, 3, true}};
 
@@ -695,19 +723,21 @@ TEST(GpuKernels, CudnnConvMatchesReference) {
 TEST(GpuKernels, SimtFp32ConvMatchesReference) {
   SG2_REQUIRE_GPU();
   uint32_t seed = 900;
-  for (const ConvCase& c : kSimtCases) check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::simt, seed += 2);
+  for (const ConvCase& c : kSimtCases)
+    check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::simt, seed += 2);
 }
 
 // shapes the 3xTF32 kernel takes (Cin % 32, Cout % 32): partial tiles, both channel tilings,
 // several chunks per tap, odd sizes, phases of every size
-const ConvCase kTcCases[] = {{2, 16, 32, 32, 3, false}, {2, 16, 64, 32, 3, true},  {1, 32, 64, 64, 3, false},
-                             {1, 32, 64, 32, 3, true},  {3, 8, 96, 96, 3, false},  {5, 8, 32, 32, 3, true},
+const ConvCase kTcCases[] = {{2, 16, 32, 32, 3, false}, {2, 16, 64, 32, 3, true},   {1, 32, 64, 64, 3, false},
+                             {1, 32, 64, 32, 3, true},  {3, 8, 96, 96, 3, false},   {5, 8, 32, 32, 3, true},
                              {2, 4, 32, 64, 3, true},   {1, 4, 512, 128, 3, false}, {3, 64, 32, 32, 3, true},
                              {3, 5, 32, 128, 3, true},  {2, 7, 64, 256, 3, false},  {1, 3, 96, 384, 3, true},
                              {1, 13, 160, 96, 3, false}};
 
 /// The 3xTF32 kernel needs sm_80+ and 108 KiB of shared memory per block (not sm_86/sm_89).
-constexpr const char* kNoTf32x3 = "this GPU cannot run the 3xTF32 kernel (sm_80+ with 108 KiB of shared memory per block)";
+constexpr const char* kNoTf32x3 =
+    "this GPU cannot run the 3xTF32 kernel (sm_80+ with 108 KiB of shared memory per block)";
 
 TEST(GpuKernels, Tf32x3ConvMatchesReference) {
   SG2_REQUIRE_GPU();
@@ -740,8 +770,8 @@ TEST(GpuKernels, TensorCoreConvIsBatchInvariant) {
   if (!tf32x3_runs_here(32, 64)) GTEST_SKIP() << kNoTf32x3;
   using Ops = cuda::Tf32x3ConvArgs::Operands;
   using Impl = cuda::Tf32x3ConvArgs::Impl;
-  const ConvCase cases[] = {{5, 8, 128, 128, 3, false}, {5, 8, 128, 64, 3, true}, {5, 13, 64, 128, 3, false},
-                            {5, 4, 512, 128, 3, true}};
+  const ConvCase cases[] = {
+      {5, 8, 128, 128, 3, false}, {5, 8, 128, 64, 3, true}, {5, 13, 64, 128, 3, false}, {5, 4, 512, 128, 3, true}};
   int checked = 0;
   for (const ConvCase& c : cases)
     for (Ops ops : {Ops::tf32x3, Ops::tf32, Ops::f16})
@@ -751,7 +781,8 @@ TEST(GpuKernels, TensorCoreConvIsBatchInvariant) {
           const size_t esz = ops == Ops::f16 ? 2 : 4;
           const int OH = c.transposed ? 2 * c.H + 1 : c.H;
           const size_t x_per = size_t(c.H) * c.H * c.Cin, y_per = size_t(OH) * OH * c.Cout;
-          const Tensor x = randn({int64_t(c.N * x_per)}, 4000 + checked), w = randn({int64_t(9) * c.Cin * c.Cout}, 17, 0.05f);
+          const Tensor x = randn({int64_t(c.N * x_per)}, 4000 + checked),
+                       w = randn({int64_t(9) * c.Cin * c.Cout}, 17, 0.05f);
           const DType dt = ops == Ops::f16 ? DType::f16 : DType::f32;
           std::vector<float> hi(size_t(w.numel())), lo(size_t(w.numel()));
           cuda::tf32x3_split_weights(w.data(), size_t(w.numel()), hi.data(), lo.data());
@@ -801,13 +832,16 @@ TEST(GpuKernels, TensorCoreConvIsBatchInvariant) {
 TEST(GpuKernels, Tf32x3ConvIsAsAccurateAsFma) {
   SG2_REQUIRE_GPU();
   if (!tf32x3_runs_here(32, 64)) GTEST_SKIP() << kNoTf32x3;
-  const ConvCase cases[] = {{2, 8, 512, 64, 3, false}, {2, 8, 512, 64, 3, true}, {3, 16, 256, 96, 3, false},
-                            {1, 16, 512, 512, 3, false}, {1, 7, 64, 32, 3, true}};
+  const ConvCase cases[] = {{2, 8, 512, 64, 3, false},
+                            {2, 8, 512, 64, 3, true},
+                            {3, 16, 256, 96, 3, false},
+                            {1, 16, 512, 512, 3, false},
+                            {1, 7, 64, 32, 3, true}};
   uint32_t seed = 800;
   for (const ConvCase& c : cases) {
     const double fma = check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::simt, seed);
-    const double tc = check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3, seed,
-                                 cuda::Tf32x3ConvArgs::Impl::mma);
+    const double tc =
+        check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3, seed, cuda::Tf32x3ConvArgs::Impl::mma);
     const double wg = gpu_caps().tf32x3_wgmma && c.Cout % 64 == 0
                           ? check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3, seed,
                                        cuda::Tf32x3ConvArgs::Impl::wgmma)
@@ -835,17 +869,17 @@ TEST(GpuKernels, Tf32x3WgmmaActivationBoxes) {
     uint32_t box[4];
   };
   const Case cases[] = {
-      {32, 64, 64, false, true, {32, 64, 2, 1}},   // b64: two rows per tile
-      {1, 32, 32, false, true, {32, 32, 4, 1}},    // b32
-      {2, 8, 8, false, true, {32, 8, 8, 2}},       // two whole samples per tile
-      {1, 4, 4, false, true, {32, 4, 4, 8}},       // eight samples per tile (N = 1: the rest zero-filled)
-      {1, 1, 256, false, true, {32, 128, 1, 1}},   // half a row per tile
+      {32, 64, 64, false, true, {32, 64, 2, 1}},  // b64: two rows per tile
+      {1, 32, 32, false, true, {32, 32, 4, 1}},   // b32
+      {2, 8, 8, false, true, {32, 8, 8, 2}},      // two whole samples per tile
+      {1, 4, 4, false, true, {32, 4, 4, 8}},      // eight samples per tile (N = 1: the rest zero-filled)
+      {1, 1, 256, false, true, {32, 128, 1, 1}},  // half a row per tile
       {3, 256, 512, false, true, {32, 128, 1, 1}},
-      {1, 3, 32, false, false, {}},                // 4 rows per tile, H = 3: tiles would straddle samples
-      {1, 6, 32, false, false, {}},                // 4 rows per tile, H = 6
-      {2, 7, 7, false, false, {}},                 // W does not divide 128
-      {1, 1, 192, false, false, {}},               // 128 does not divide W
-      {32, 32, 32, true, false, {}},               // transposed: phase tiles are not boxes
+      {1, 3, 32, false, false, {}},   // 4 rows per tile, H = 3: tiles would straddle samples
+      {1, 6, 32, false, false, {}},   // 4 rows per tile, H = 6
+      {2, 7, 7, false, false, {}},    // W does not divide 128
+      {1, 1, 192, false, false, {}},  // 128 does not divide W
+      {32, 32, 32, true, false, {}},  // transposed: phase tiles are not boxes
   };
   for (const Case& c : cases) {
     cuda::Tf32x3ConvArgs a;
@@ -866,9 +900,22 @@ TEST(GpuKernels, Tf32x3WgmmaActivationBoxes) {
 }
 
 TEST(GpuKernels, Tf32x3WeightSplitIsExact) {
-  std::vector<float> w = {0.0f, -0.0f, 1.0f, -1.0f, 1.0f + 0x1p-11f, 1.0f + 0x1p-12f, 0.1f, -3.14159265f, 1e-30f,
-                          -7.5e-39f /* subnormal */, 3.4028235e38f, -3.4028235e38f, 65504.0f, 1.0f - 0x1p-24f};
-  for (int i = 0; i < 1000; ++i) w.push_back(std::ldexp(static_cast<float>(std::sin(i * 12.9898) * 43758.5453), i % 60 - 30));
+  std::vector<float> w = {0.0f,
+                          -0.0f,
+                          1.0f,
+                          -1.0f,
+                          1.0f + 0x1p-11f,
+                          1.0f + 0x1p-12f,
+                          0.1f,
+                          -3.14159265f,
+                          1e-30f,
+                          -7.5e-39f /* subnormal */,
+                          3.4028235e38f,
+                          -3.4028235e38f,
+                          65504.0f,
+                          1.0f - 0x1p-24f};
+  for (int i = 0; i < 1000; ++i)
+    w.push_back(std::ldexp(static_cast<float>(std::sin(i * 12.9898) * 43758.5453), i % 60 - 30));
   std::vector<float> hi(w.size()), lo(w.size());
   cuda::tf32x3_split_weights(w.data(), w.size(), hi.data(), lo.data());
   for (size_t i = 0; i < w.size(); ++i) {

@@ -53,8 +53,8 @@ TEST(GpuKernels, ToUint8IsTheOfficialConversion) {
   SG2_REQUIRE_GPU();
   // random values over and beyond [-1, 1], the conversion's edges, NaN and infinities
   Tensor img = randn({3, 3, 17, 9}, 61, 0.8f);
-  const float edges[] = {-1.0f, 1.0f, 0.0f, -1.0039216f, 0.9960785f, 127.0f / 127.5f, -128.0f / 127.5f, 1e-8f,
-                         NAN, INFINITY, -INFINITY, 1.0000001f, -0.99999994f};
+  const float edges[] = {-1.0f, 1.0f, 0.0f,     -1.0039216f, 0.9960785f, 127.0f / 127.5f, -128.0f / 127.5f,
+                         1e-8f, NAN,  INFINITY, -INFINITY,   1.0000001f, -0.99999994f};
   for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); ++i) img[int64_t(i) * 7] = edges[i];
   for (int C : {1, 3, 4}) {
     Tensor t = Tensor({3, C, 17, 9});
@@ -85,7 +85,8 @@ TEST(GpuStream, MatchesGenerateWithOneAndTwoWorkersOnOneGpu) {
       const auto got = stream_u8(gens, seeds, 3, 2);
       ASSERT_EQ(got.size(), seeds.size());
       for (size_t i = 0; i < seeds.size(); ++i)
-        EXPECT_EQ(got[i], to_image8(img, int64_t(i)).pixels) << to_string(p) << ", " << workers << " workers, image " << i;
+        EXPECT_EQ(got[i], to_image8(img, int64_t(i)).pixels)
+            << to_string(p) << ", " << workers << " workers, image " << i;
     }
   }
 }
@@ -101,7 +102,8 @@ TEST(GpuBatchInvariance, EveryBatchSizePositionAndWorkerCountInEveryPrecision) {
   };
   std::vector<M> models;
   models.push_back({"ffhq1024-f (random weights)", make_random_model(named_config("ffhq1024-f"), 3)});
-  models.push_back({"fp16clamp64 fixture", load_model(test::source_path("tests/data/fixtures/fp16clamp64/network-snapshot.pkl"))});
+  models.push_back(
+      {"fp16clamp64 fixture", load_model(test::source_path("tests/data/fixtures/fp16clamp64/network-snapshot.pkl"))});
   std::vector<uint32_t> seeds(16);
   std::iota(seeds.begin(), seeds.end(), 0u);
   std::vector<size_t> order(16);
@@ -128,13 +130,15 @@ TEST(GpuBatchInvariance, EveryBatchSizePositionAndWorkerCountInEveryPrecision) {
       }
       Tensor shuffled({16, cfg.num_ws, cfg.w_dim});
       const size_t row = size_t(cfg.num_ws) * cfg.w_dim;
-      for (size_t i = 0; i < 16; ++i) std::copy(ws.data() + order[i] * row, ws.data() + (order[i] + 1) * row, shuffled.data() + i * row);
+      for (size_t i = 0; i < 16; ++i)
+        std::copy(ws.data() + order[i] * row, ws.data() + (order[i] + 1) * row, shuffled.data() + i * row);
       const Tensor got = g16.synthesize(shuffled);
       for (size_t i = 0; i < 16; ++i) same(got, i, order[i], "in shuffled position " + std::to_string(i));
       // uint8 (the PNG pixels) through the stream, two workers on one GPU at batch 3
       Generator w1(mc.model, on_gpu(p, 3)), w2(mc.model, on_gpu(p, 3));
       const auto u8 = stream_u8({&w1, &w2}, seeds, 3);
-      for (size_t i = 0; i < 16; ++i) EXPECT_EQ(u8[i], to_image8(ref, int64_t(i)).pixels) << what << ": image " << i << " (uint8, 2 workers)";
+      for (size_t i = 0; i < 16; ++i)
+        EXPECT_EQ(u8[i], to_image8(ref, int64_t(i)).pixels) << what << ": image " << i << " (uint8, 2 workers)";
       std::cout << "  batch invariance checked: " << what << "\n";
     }
   }

@@ -24,17 +24,17 @@ namespace sg2 {
 /// One timed batch size.
 struct BenchResult {
   int batch = 0;
-  std::vector<float> ms;         ///< per timed run (ms), device events around each replay
-  size_t model_bytes = 0;        ///< weights and tables on the device
-  size_t batch_bytes = 0;        ///< this batch size's buffers, convolution workspace included
-  size_t workspace_bytes = 0;    ///< convolution workspace (part of batch_bytes)
-  size_t peak_bytes = 0;         ///< high-water mark of sg2's own allocations (model + batch)
-  size_t meminfo_delta = 0;      ///< device free memory before the batch - after its first run
-  bool output_finite = false;    ///< the timed output has no NaN / Inf
-  double output_mean_abs = 0;    ///< mean |img| of the timed output (never time on zeros)
+  std::vector<float> ms;                     ///< per timed run (ms), device events around each replay
+  size_t model_bytes = 0;                    ///< weights and tables on the device
+  size_t batch_bytes = 0;                    ///< this batch size's buffers, convolution workspace included
+  size_t workspace_bytes = 0;                ///< convolution workspace (part of batch_bytes)
+  size_t peak_bytes = 0;                     ///< high-water mark of sg2's own allocations (model + batch)
+  size_t meminfo_delta = 0;                  ///< device free memory before the batch - after its first run
+  bool output_finite = false;                ///< the timed output has no NaN / Inf
+  double output_mean_abs = 0;                ///< mean |img| of the timed output (never time on zeros)
   std::vector<std::string> conv_algorithms;  ///< "b64.conv1: <implementation>" per convolution
-  bool graph = true;             ///< false: CUDA graph capture failed, launches ran eagerly
-  std::string graph_error;       ///< why capture failed
+  bool graph = true;                         ///< false: CUDA graph capture failed, launches ran eagerly
+  std::string graph_error;                   ///< why capture failed
 };
 
 /// Times `iters` runs of a batch of `batch` after `warmup` untimed ones. Frees the cached state

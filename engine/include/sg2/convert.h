@@ -28,17 +28,17 @@
 #include <string>
 #include <vector>
 
+#include "sg2/export.h"
 #include "sg2/model.h"
 #include "sg2/tensor.h"
-#include "sg2/export.h"
 
 SG2_PUBLIC_BEGIN
 namespace sg2 {
 
 struct ConvertOptions {
-  bool estimate_w_avg = true;   ///< false: leave a missing w_avg at zeros (what `sg2 inspect` does)
-  int w_avg_samples = 10000;    ///< latents averaged when estimating w_avg (see above)
-  uint32_t w_avg_seed = 0;      ///< RandomState seed of those latents
+  bool estimate_w_avg = true;  ///< false: leave a missing w_avg at zeros (what `sg2 inspect` does)
+  int w_avg_samples = 10000;   ///< latents averaged when estimating w_avg (see above)
+  uint32_t w_avg_seed = 0;     ///< RandomState seed of those latents
   /// Non-empty: the mean latent to store as mapping.w_avg, [w_dim] or [1, w_dim] float32 (finite),
   /// instead of the checkpoint's own or an estimate (sg2 convert --w-avg FILE.npy: the mean a
   /// user's own pipeline truncated toward). Error(invalid_argument) when it does not fit.
@@ -48,16 +48,16 @@ struct ConvertOptions {
 /// What a conversion found; the library never prints, the CLI shows `warnings` and
 /// `config_warnings`.
 struct ConvertReport {
-  std::string source_file;      ///< the path as given
+  std::string source_file;  ///< the path as given
   std::string source_sha256;
   uint64_t file_size = 0;
-  std::string container;        ///< "pickle", "torch.save zip", "torch.save legacy"
-  int pickle_protocol = 0;      ///< of the top-level pickle (0: protocol 0/1 or unknown)
-  std::string family;           ///< provenance family (see above)
-  std::string generator;        ///< which network was converted ("G_ema", "Gs", "g_ema", ...)
-  bool w_avg_missing = false;   ///< the source had no w_avg / latent_avg / dlatent_avg
-  bool w_avg_estimated = false; ///< ... and it was estimated (the config says so too)
-  bool w_avg_supplied = false;  ///< ConvertOptions::w_avg was stored
+  std::string container;         ///< "pickle", "torch.save zip", "torch.save legacy"
+  int pickle_protocol = 0;       ///< of the top-level pickle (0: protocol 0/1 or unknown)
+  std::string family;            ///< provenance family (see above)
+  std::string generator;         ///< which network was converted ("G_ema", "Gs", "g_ema", ...)
+  bool w_avg_missing = false;    ///< the source had no w_avg / latent_avg / dlatent_avg
+  bool w_avg_estimated = false;  ///< ... and it was estimated (the config says so too)
+  bool w_avg_supplied = false;   ///< ConvertOptions::w_avg was stored
   int w_avg_samples = 0;
   uint32_t w_avg_seed = 0;
   std::map<std::string, int> stored_dtypes;  ///< source tensors per stored dtype ("float32": 56)
@@ -66,7 +66,7 @@ struct ConvertReport {
   /// Worth telling a user, about facts the model's config records (an estimated w_avg, no stored
   /// noise maps): a later run of the model can restate them for its own options, as sg2 generate does.
   std::vector<std::string> config_warnings;
-  std::vector<std::string> notes;            ///< informational (defaults assumed, ...)
+  std::vector<std::string> notes;  ///< informational (defaults assumed, ...)
 };
 
 struct ConvertResult {
@@ -94,20 +94,20 @@ Tensor estimate_w_avg(const Model& model, int samples = 10000, uint32_t seed = 0
 
 /// Everything `sg2 inspect` shows about a checkpoint or a model file.
 struct InspectReport {
-  std::string file;              ///< path as given
+  std::string file;  ///< path as given
   uint64_t file_size = 0;
   std::string sha256;
-  std::string format;            ///< "sg2 model file", "pickle (protocol 4)", "torch.save zip", ...
-  std::string family;            ///< source family (a model file: its provenance's)
-  std::string generator;         ///< converted network ("G_ema", ...); "" for model files
+  std::string format;     ///< "sg2 model file", "pickle (protocol 4)", "torch.save zip", ...
+  std::string family;     ///< source family (a model file: its provenance's)
+  std::string generator;  ///< converted network ("G_ema", ...); "" for model files
   ModelConfig config;
-  Provenance provenance;         ///< model files: their metadata; checkpoints: what convert would write
+  Provenance provenance;  ///< model files: their metadata; checkpoints: what convert would write
   int64_t parameter_count = 0;
   std::vector<NoiseLayer> noise_buffers;  ///< layers with a stored noise_const map (none when
                                           ///< config.noise_const_missing)
-  bool w_avg_present = false;    ///< the file holds a w_avg (estimated or not)
-  bool w_avg_estimated = false;  ///< config.w_avg_estimated
-  double w_avg_norm = 0;         ///< L2 norm of w_avg (0 when absent)
+  bool w_avg_present = false;             ///< the file holds a w_avg (estimated or not)
+  bool w_avg_estimated = false;           ///< config.w_avg_estimated
+  double w_avg_norm = 0;                  ///< L2 norm of w_avg (0 when absent)
   std::map<std::string, int> stored_dtypes;
   std::vector<std::string> notes;
   std::vector<std::string> warnings;  ///< what changes results (no stored noise maps, ignored variables, ...)

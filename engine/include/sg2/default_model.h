@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "sg2/model.h"
 #include "sg2/export.h"
+#include "sg2/model.h"
 
 SG2_PUBLIC_BEGIN
 namespace sg2 {

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "sg2/export.h"
 #include "sg2/model.h"
 #include "sg2/tensor.h"
-#include "sg2/export.h"
 
 namespace sg2 {
 // Engine-internal (engine/src/generator_access.h), declared outside the public visibility block
@@ -71,8 +71,8 @@ int usable_gpu_count();
 
 /// Truncation toward mapping.w_avg (official `truncation_psi`, `truncation_cutoff`).
 struct Truncation {
-  float psi = 1.0f;            ///< 1 = none; NaN or infinite is Error(invalid_argument)
-  std::optional<int> cutoff;   ///< truncate ws rows [0, cutoff); nullopt = all rows
+  float psi = 1.0f;           ///< 1 = none; NaN or infinite is Error(invalid_argument)
+  std::optional<int> cutoff;  ///< truncate ws rows [0, cutoff); nullopt = all rows
 };
 
 /// Noise for synthesis.
@@ -94,9 +94,9 @@ struct NoiseSpec {
 Tensor random_noise_map(uint64_t seed, uint64_t key, int layer_index, int resolution);
 
 struct GeneratorOptions {
-  std::optional<Device> device;            ///< default: Device::best_available()
+  std::optional<Device> device;  ///< default: Device::best_available()
   Precision precision = Precision::automatic;
-  int max_batch = 0;                       ///< largest batch run at once; 0 = backend default
+  int max_batch = 0;  ///< largest batch run at once; 0 = backend default
   /// true (default): an image's bits never depend on how it is batched — the batch size, its
   /// position in the batch, the number of generators (CUDA: sg2's own kernels only, every choice
   /// fixed per layer; README "Batch invariance"). false (CUDA): cuDNN for the tf32 and fp16
@@ -104,15 +104,15 @@ struct GeneratorOptions {
   /// but an image may then differ in its last bits between batch sizes. The CPU backend is
   /// batch-invariant either way.
   bool batch_invariant = true;
-  int threads = 0;                         ///< CPU backend: worker threads; 0 = env SG2_CPU_THREADS,
-                                           ///< else every core this process may use. The output
-                                           ///< does not depend on it (bit for bit).
-  bool reference_cpu = false;              ///< CPU backend: the plain C++ reference ops of
-                                           ///< kernels/ref (the tests' oracle; slow) instead of
-                                           ///< oneDNN; env SG2_CPU_REFERENCE=1 does the same
-  std::string dump_dir;                    ///< non-empty (or env SG2_DUMP_DIR): write every layer's
-                                           ///< output of the first batch as .npy (mapping_fc{i},
-                                           ///< b{res}_x, b{res}_img, as the fixtures' debug files)
+  int threads = 0;             ///< CPU backend: worker threads; 0 = env SG2_CPU_THREADS,
+                               ///< else every core this process may use. The output
+                               ///< does not depend on it (bit for bit).
+  bool reference_cpu = false;  ///< CPU backend: the plain C++ reference ops of
+                               ///< kernels/ref (the tests' oracle; slow) instead of
+                               ///< oneDNN; env SG2_CPU_REFERENCE=1 does the same
+  std::string dump_dir;        ///< non-empty (or env SG2_DUMP_DIR): write every layer's
+                               ///< output of the first batch as .npy (mapping_fc{i},
+                               ///< b{res}_x, b{res}_img, as the fixtures' debug files)
 };
 
 /// A generator bound to a device. Not thread-safe; use one per thread.
@@ -142,8 +142,7 @@ class Generator {
   Tensor synthesize(const Tensor& ws, const NoiseSpec& noise = {});
 
   /// map() then synthesize().
-  Tensor generate(const Tensor& z, const Tensor& c, const Truncation& trunc = {},
-                  const NoiseSpec& noise = {});
+  Tensor generate(const Tensor& z, const Tensor& c, const Truncation& trunc = {}, const NoiseSpec& noise = {});
 
   /// The largest batch the generator runs at once: GeneratorOptions::max_batch, or the
   /// backend's default when that is 0 (calls with more rows are split into such batches).

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "sg2/tensor.h"
 #include "sg2/export.h"
+#include "sg2/tensor.h"
 
 SG2_PUBLIC_BEGIN
 namespace sg2 {
@@ -30,22 +30,22 @@ bool parse_architecture(const std::string& name, Architecture* out);
 
 /// MappingNetwork configuration (official `MappingNetwork.__init__`).
 struct MappingConfig {
-  int num_layers = 8;            ///< number of fc layers (2 for ada --cfg=auto, 8 for config-f)
-  float lr_multiplier = 0.01f;   ///< learning-rate multiplier of the fc layers (runtime gain)
-  int embed_features = 0;        ///< width of the label embedding (w_dim when c_dim > 0, else 0)
-  int layer_features = 0;        ///< width of the hidden fc layers (w_dim by default)
+  int num_layers = 8;           ///< number of fc layers (2 for ada --cfg=auto, 8 for config-f)
+  float lr_multiplier = 0.01f;  ///< learning-rate multiplier of the fc layers (runtime gain)
+  int embed_features = 0;       ///< width of the label embedding (w_dim when c_dim > 0, else 0)
+  int layer_features = 0;       ///< width of the hidden fc layers (w_dim by default)
   Activation activation = Activation::lrelu;
 };
 
 /// SynthesisNetwork configuration (official `SynthesisNetwork` / `SynthesisBlock`).
 struct SynthesisConfig {
   Architecture architecture = Architecture::skip;
-  std::map<int, int> channels;         ///< block resolution -> channels, 4 ... img_resolution
-  std::optional<float> conv_clamp;     ///< clamp of every layer's output; nullopt = no clamp
-  std::vector<int> fp16_resolutions;   ///< blocks the checkpoint runs in fp16 (used by precision auto)
+  std::map<int, int> channels;                        ///< block resolution -> channels, 4 ... img_resolution
+  std::optional<float> conv_clamp;                    ///< clamp of every layer's output; nullopt = no clamp
+  std::vector<int> fp16_resolutions;                  ///< blocks the checkpoint runs in fp16 (used by precision auto)
   std::vector<float> resample_filter = {1, 3, 3, 1};  ///< 1-D taps; the 2-D filter is their
                                                       ///< outer product normalised to sum 1
-  bool use_noise = true;               ///< layers have noise_const / noise_strength
+  bool use_noise = true;                              ///< layers have noise_const / noise_strength
 };
 
 /// The whole generator's configuration; the `config` object of the model file (design.md §5).
@@ -53,7 +53,7 @@ struct ModelConfig {
   int z_dim = 512;
   int c_dim = 0;
   int w_dim = 512;
-  int num_ws = 18;          ///< 2*log2(img_resolution) - 2
+  int num_ws = 18;  ///< 2*log2(img_resolution) - 2
   int img_resolution = 1024;
   int img_channels = 3;
   MappingConfig mapping;
@@ -94,8 +94,8 @@ struct Model {
 /// One problem found by validate_model().
 struct ModelProblem {
   enum class Kind { missing, unexpected, bad_shape } kind;
-  std::string name;      ///< tensor name
-  std::string detail;    ///< e.g. "expected [512, 512], got [512, 256]"
+  std::string name;    ///< tensor name
+  std::string detail;  ///< e.g. "expected [512, 512], got [512, 256]"
 };
 
 /// The exact tensor names and shapes a configuration requires (design.md §5), in a stable order.
@@ -139,8 +139,8 @@ ModelConfig config_from_json(const std::string& json_text, const std::string& wh
 /// The names of the noise layers in TensorFlow creation order (noise0 -> b4.conv1,
 /// noise{2k-5} -> b{2^k}.conv0, noise{2k-4} -> b{2^k}.conv1), num_ws - 1 entries.
 struct NoiseLayer {
-  std::string layer;   ///< "synthesis.b8.conv0"
-  int resolution;      ///< side of its [r, r] noise map
+  std::string layer;  ///< "synthesis.b8.conv0"
+  int resolution;     ///< side of its [r, r] noise map
 };
 std::vector<NoiseLayer> noise_layers(const ModelConfig& config);
 

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "sg2/tensor.h"
 #include "sg2/export.h"
+#include "sg2/tensor.h"
 
 SG2_PUBLIC_BEGIN
 namespace sg2 {

@@ -5,8 +5,8 @@
 #include <optional>
 #include <string>
 
-#include "sg2/model.h"
 #include "sg2/export.h"
+#include "sg2/model.h"
 
 SG2_PUBLIC_BEGIN
 namespace sg2 {

@@ -39,9 +39,9 @@ typedef enum sg2_status {
 
 /** Official noise_mode. */
 typedef enum sg2_noise_mode {
-  SG2_NOISE_CONST = 0,  /**< the model's stored noise_const maps */
-  SG2_NOISE_RANDOM = 1, /**< fresh maps, reproducible from the noise seed and the sample's key */
-  SG2_NOISE_NONE = 2,   /**< no noise */
+  SG2_NOISE_CONST = 0,                  /**< the model's stored noise_const maps */
+  SG2_NOISE_RANDOM = 1,                 /**< fresh maps, reproducible from the noise seed and the sample's key */
+  SG2_NOISE_NONE = 2,                   /**< no noise */
   SG2_NOISE_MODE_FORCE_INT = 0x7fffffff /* keeps the enum int-sized; not a mode */
 } sg2_noise_mode;
 

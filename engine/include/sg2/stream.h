@@ -32,16 +32,16 @@ namespace sg2 {
 
 /// What each image is made from: numpy seeds (as generate.py), or W/W+ rows.
 struct ImageJob {
-  std::vector<uint32_t> seeds;   ///< one image per seed (then ws stays empty), or
-  Tensor ws;                     ///< [N, num_ws, w_dim] rows straight into synthesis (seeds empty)
-  int64_t ws_first_row = 0;      ///< ws only: the row number of ws[0] in its file; image i's key (its name,
-                                 ///< its random noise) is ws_first_row + i, so a shard's rows keep theirs
-  int class_idx = -1;            ///< conditional models: every image's label (required there)
-  Truncation truncation;         ///< seeds only
+  std::vector<uint32_t> seeds;  ///< one image per seed (then ws stays empty), or
+  Tensor ws;                    ///< [N, num_ws, w_dim] rows straight into synthesis (seeds empty)
+  int64_t ws_first_row = 0;     ///< ws only: the row number of ws[0] in its file; image i's key (its name,
+                                ///< its random noise) is ws_first_row + i, so a shard's rows keep theirs
+  int class_idx = -1;           ///< conditional models: every image's label (required there)
+  Truncation truncation;        ///< seeds only
   NoiseMode noise_mode = NoiseMode::const_;
-  uint64_t noise_seed = 0;       ///< random noise: image i's noise depends on (noise_seed, its seed / row)
-  bool tf_seed_mode = false;     ///< seeds only: the const noise maps drawn from each seed's RandomState
-                                 ///< after z (NVIDIA's TensorFlow run_generator.py; spec §8.2)
+  uint64_t noise_seed = 0;    ///< random noise: image i's noise depends on (noise_seed, its seed / row)
+  bool tf_seed_mode = false;  ///< seeds only: the const noise maps drawn from each seed's RandomState
+                              ///< after z (NVIDIA's TensorFlow run_generator.py; spec §8.2)
 };
 
 /// What each finished image carries, and how the work is cut.
@@ -57,12 +57,12 @@ struct StreamOptions {
 /// encode on another thread), keep a copy of `hold`: the batch's memory is reused only when every
 /// copy is gone. Every copy must be gone before the generators are destroyed.
 struct StreamImage {
-  int64_t index = 0;           ///< position in the job (0-based)
-  uint64_t key = 0;            ///< its seed, or its ws row (ImageJob::ws_first_row + index)
+  int64_t index = 0;  ///< position in the job (0-based)
+  uint64_t key = 0;   ///< its seed, or its ws row (ImageJob::ws_first_row + index)
   int width = 0, height = 0, channels = 0;
-  const uint8_t* u8 = nullptr; ///< [height, width, channels] uint8, or null
-  const float* img = nullptr;  ///< [channels, height, width] float32 (nominally [-1, 1]), or null
-  const float* ws = nullptr;   ///< [num_ws, w_dim] float32 (after truncation), or null
+  const uint8_t* u8 = nullptr;  ///< [height, width, channels] uint8, or null
+  const float* img = nullptr;   ///< [channels, height, width] float32 (nominally [-1, 1]), or null
+  const float* ws = nullptr;    ///< [num_ws, w_dim] float32 (after truncation), or null
   std::shared_ptr<const void> hold;
   /// The uint8 image as an Image8 (a copy). Throws Error(invalid_argument) when u8 is null.
   Image8 image8() const;
@@ -70,11 +70,11 @@ struct StreamImage {
 
 /// Time spent per stage (seconds, summed over the generators' threads), for `sg2 bench --end-to-end`.
 struct StreamStats {
-  double wall_s = 0;          ///< the whole call
-  double prepare_s = 0;       ///< z, labels, mapping (host + device, synchronous)
-  double submit_s = 0;        ///< queueing synthesis and copies (waits for a free slot included)
-  double wait_s = 0;          ///< waiting for a batch's copies to reach the host
-  double sink_s = 0;          ///< inside the sink (the caller's thread)
+  double wall_s = 0;     ///< the whole call
+  double prepare_s = 0;  ///< z, labels, mapping (host + device, synchronous)
+  double submit_s = 0;   ///< queueing synthesis and copies (waits for a free slot included)
+  double wait_s = 0;     ///< waiting for a batch's copies to reach the host
+  double sink_s = 0;     ///< inside the sink (the caller's thread)
   int64_t images = 0;
 };
 

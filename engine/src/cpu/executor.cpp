@@ -17,10 +17,10 @@
 #include "cpu/onednn.h"
 #include "cpu/ops.h"
 #include "cpu/thread_pool.h"
-#include "util/file_util.h"
 #include "kernels/ref/bias_act.h"
 #include "sg2/error.h"
 #include "sg2/npy.h"
+#include "util/file_util.h"
 
 namespace sg2 {
 
@@ -78,12 +78,20 @@ void normalize_row(float* x, int64_t F) {
 class OnednnCpuBackend final : public Backend {
  public:
   OnednnCpuBackend(const Model& model, int threads)
-      : model_(model), cfg_(model.config), pool_(cpu::resolve_threads(threads), [](int) { cpu::onednn_init_worker(); }),
+      : model_(model),
+        cfg_(model.config),
+        pool_(cpu::resolve_threads(threads), [](int) { cpu::onednn_init_worker(); }),
         m_(model, pool_) {
     switch (cfg_.mapping.activation) {
-      case Activation::linear: act_ = ref::Activation::linear; break;
-      case Activation::relu: act_ = ref::Activation::relu; break;
-      case Activation::lrelu: act_ = ref::Activation::lrelu; break;
+      case Activation::linear:
+        act_ = ref::Activation::linear;
+        break;
+      case Activation::relu:
+        act_ = ref::Activation::relu;
+        break;
+      case Activation::lrelu:
+        act_ = ref::Activation::lrelu;
+        break;
     }
     scratch_.resize(size_t(pool_.size()));
     pads_.resize(size_t(pool_.size()));
@@ -91,9 +99,9 @@ class OnednnCpuBackend final : public Backend {
       scratch_[size_t(w)].resize(round16(m_.scratch_floats));
       pads_[size_t(w)].resize(round16(int64_t(m_.scratchpad_bytes / sizeof(float)) + 1));
     }
-    per_sample_bytes_ = 4 * (round16(m_.xa_floats) + round16(m_.xb_floats) + round16(m_.raw_floats) +
-                             2 * round16(m_.img_floats) + round16(m_.skip_r_floats) + round16(m_.skip_s_floats) +
-                             round16(m_.noise_floats));
+    per_sample_bytes_ =
+        4 * (round16(m_.xa_floats) + round16(m_.xb_floats) + round16(m_.raw_floats) + 2 * round16(m_.img_floats) +
+             round16(m_.skip_r_floats) + round16(m_.skip_s_floats) + round16(m_.noise_floats));
   }
 
   std::string name() const override { return "cpu"; }
@@ -193,8 +201,8 @@ void OnednnCpuBackend::ensure(int N) {
   // refuse what the machine cannot hold (overcommitted pages would fail only when first touched)
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   if (pages > 0 && page > 0 && double(per_sample_bytes_) * N > 0.8 * double(pages) * double(page))
-    fail(ErrorKind::out_of_memory, "out of host memory for a batch of ", N, " images (",
-         (per_sample_bytes_ * N) >> 20, " MiB of activations, the machine has ", (int64_t(pages) * page) >> 20,
+    fail(ErrorKind::out_of_memory, "out of host memory for a batch of ", N, " images (", (per_sample_bytes_ * N) >> 20,
+         " MiB of activations, the machine has ", (int64_t(pages) * page) >> 20,
          " MiB). HINT: use a smaller batch (max_batch)");
   try {
     b.xa.resize(N * b.xa_n);
@@ -210,8 +218,8 @@ void OnednnCpuBackend::ensure(int N) {
     b.noise.resize(N * b.noise_n);
   } catch (const std::bad_alloc&) {
     b.capacity = 0;
-    fail(ErrorKind::out_of_memory, "out of host memory for a batch of ", N, " images (",
-         (per_sample_bytes_ * N) >> 20, " MiB). HINT: use a smaller batch (max_batch)");
+    fail(ErrorKind::out_of_memory, "out of host memory for a batch of ", N, " images (", (per_sample_bytes_ * N) >> 20,
+         " MiB). HINT: use a smaller batch (max_batch)");
   }
   b.capacity = N;
 }
@@ -396,7 +404,8 @@ void OnednnCpuBackend::conv_phase(const Block& b, const ConvLayer& c, const Bloc
       float* t = scratch + c.t_off;
       for (const cpu::ConvPart& p : c.parts) {
         float* out = scratch + p.scratch_off;
-        p.band->run(in_buf + n * in_n + int64_t(y0h + p.in_row0) * wp_in * c.cin, p.weights[size_t(k)].data(), out, pad);
+        p.band->run(in_buf + n * in_n + int64_t(y0h + p.in_row0) * wp_in * c.cin, p.weights[size_t(k)].data(), out,
+                    pad);
         const int orows = p.band->out_rows(), ocols = p.band->out_cols();
         for (int rr = 0; rr < orows; ++rr) {
           const int rho = 2 * (y0h + p.i0 + rr) + p.a - t_lo;
@@ -418,7 +427,8 @@ void OnednnCpuBackend::conv_phase(const Block& b, const ConvLayer& c, const Bloc
       }
     } else {
       const cpu::ConvPart& p = c.parts[0];
-      p.band->run(in_buf + n * in_n + int64_t(y0 + p.in_row0) * wp_in * c.cin, p.weights[size_t(k)].data(), scratch, pad);
+      p.band->run(in_buf + n * in_n + int64_t(y0 + p.in_row0) * wp_in * c.cin, p.weights[size_t(k)].data(), scratch,
+                  pad);
       const int oc = p.band->out_cols();
       for (int y = y0; y < y1; ++y) cpu::epilogue_row(e, y, scratch + (int64_t(y - y0) * oc + (B - 1)) * cb, cb);
     }

@@ -67,7 +67,8 @@ CpuModel::CpuModel(const Model& m, ThreadPool& pool) : model(&m) {
   auto k_of = [](int a) { return a == 0 ? 2 : 1; };
   border = 1;
   for (int a = 0; a < 2; ++a)
-    border = std::max({border, off_of(a) - ceil_div(-fir_pad0 - a, 2), floor_div(f - 2 - fir_pad0 - a, 2) - off_of(a) + k_of(a)});
+    border = std::max(
+        {border, off_of(a) - ceil_div(-fir_pad0 - a, 2), floor_div(f - 2 - fir_pad0 - a, 2) - off_of(a) + k_of(a)});
   const int B = border;
   for (int i = 0; i < f; ++i) {
     fir_v.push_back(plan.filter1d[size_t(f - 1 - i)] * 2.0f);

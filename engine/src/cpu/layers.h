@@ -50,10 +50,10 @@ struct Dense {
 struct ConvPart {
   std::shared_ptr<ConvBand> band;
   std::vector<std::vector<float>> weights;  // per channel block, in the primitive's layout
-  int in_row0 = 0;          // first row of the padded input it reads: y0 / (up ? 2 : 1) + in_row0
-  int a = 0, b = 0;         // conv0: its phase
-  int i0 = 0;               // conv0: output row r <-> i = y0 / 2 + i0 + r
-  int j0 = 0;               // conv0: output column c <-> j = c + j0
+  int in_row0 = 0;                          // first row of the padded input it reads: y0 / (up ? 2 : 1) + in_row0
+  int a = 0, b = 0;                         // conv0: its phase
+  int i0 = 0;                               // conv0: output row r <-> i = y0 / 2 + i0 + r
+  int j0 = 0;                               // conv0: output column c <-> j = c + j0
   int kh = 3, kw = 3;
   int64_t scratch_off = 0;  // its output in the worker's scratch (floats)
 };
@@ -62,40 +62,40 @@ struct ConvPart {
 struct ConvLayer {
   const LayerPlan* plan = nullptr;
   bool up = false;
-  int cin = 0, cout = 0, res = 0;   // output resolution
-  int in_res = 0;                   // input resolution (res / 2 when up)
-  int s_col = 0, d_col = 0;         // this layer's columns in a sample's styles / dcoefs
-  Dense affine;                     // w_dim -> cin
-  std::vector<float> q;             // [cout, cin] sum over taps of weight^2
-  const float* bias = nullptr;      // [cout] (model tensor)
-  std::vector<float> noise_const;   // [res, res] noise_const * noise_strength, or empty
-  int64_t noise_off = -1;           // offset of its maps in a sample's noise buffer (random / given maps)
+  int cin = 0, cout = 0, res = 0;  // output resolution
+  int in_res = 0;                  // input resolution (res / 2 when up)
+  int s_col = 0, d_col = 0;        // this layer's columns in a sample's styles / dcoefs
+  Dense affine;                    // w_dim -> cin
+  std::vector<float> q;            // [cout, cin] sum over taps of weight^2
+  const float* bias = nullptr;     // [cout] (model tensor)
+  std::vector<float> noise_const;  // [res, res] noise_const * noise_strength, or empty
+  int64_t noise_off = -1;          // offset of its maps in a sample's noise buffer (random / given maps)
   Split split;
   std::vector<ConvPart> parts;
   // conv0: the band of the transposed-conv output the FIR reads, rows [y0 - pad0, y1 + f - 1 - pad0)
   // and columns [-pad0, res + f - 1 - pad0), assembled from the phases; then the FIR's row buffers
   int t_rows = 0, t_cols = 0;
   int64_t t_off = 0, tmp_off = 0, u_off = 0;
-  int64_t macs = 0;                 // per sample
+  int64_t macs = 0;  // per sample
 };
 
 struct TorgbLayer {
   const LayerPlan* plan = nullptr;
   int cin = 0, out = 0, res = 0;
-  Dense affine;                     // w_dim -> cin
+  Dense affine;  // w_dim -> cin
   float style_gain = 1.0f;
-  const float* weight = nullptr;    // [out, cin] raw (model tensor)
-  const float* bias = nullptr;      // [out]
+  const float* weight = nullptr;  // [out, cin] raw (model tensor)
+  const float* bias = nullptr;    // [out]
   std::optional<float> clamp;
-  int64_t wmod_off = 0;             // its modulated weight [out, cin] in a sample's table
+  int64_t wmod_off = 0;  // its modulated weight [out, cin] in a sample's table
   int band_rows = 1, bands = 1;
 };
 
 struct SkipLayer {  // resnet: 1x1 conv (weight * weight_gain), up-sample, * act_gain
   const LayerPlan* plan = nullptr;
   int cin = 0, cout = 0, res = 0;
-  std::vector<float> weight;        // [cout, cin] times weight_gain
-  int band_rows = 1, bands = 1;     // of the input rows (1x1 conv) and of the output rows (up-sample)
+  std::vector<float> weight;     // [cout, cin] times weight_gain
+  int band_rows = 1, bands = 1;  // of the input rows (1x1 conv) and of the output rows (up-sample)
   int up_band_rows = 1, up_bands = 1;
 };
 
@@ -112,7 +112,7 @@ struct CpuModel {
   const Model* model = nullptr;
   SynthesisPlan plan;
   std::vector<Block> blocks;
-  std::vector<Dense> mapping;       // fc0..fcN-1
+  std::vector<Dense> mapping;  // fc0..fcN-1
   std::optional<Dense> embed;
   int border = 1;                   // B of every padded activation buffer (enough for every conv0 phase window)
   int fir_pad0 = 1;                 // leading pad of the FIR after the transposed conv
@@ -123,7 +123,7 @@ struct CpuModel {
   int64_t xa_floats = 0, xb_floats = 0, raw_floats = 0, img_floats = 0, skip_r_floats = 0, skip_s_floats = 0;
   int64_t scratch_floats = 0;
   size_t scratchpad_bytes = 0;
-  int64_t total_macs = 0;           // per sample, for progress
+  int64_t total_macs = 0;  // per sample, for progress
 
   /// Prepares `model` (validated); the primitives and weight layouts are made on pool workers.
   CpuModel(const Model& model, ThreadPool& pool);

@@ -80,8 +80,8 @@ ConvBand::ConvBand(int in_rows, int in_cols, int cin, int cout, int kh, int kw) 
   out_rows_ = in_rows - kh + 1;
   out_cols_ = in_cols - kw + 1;
   if (in_rows < 1 || in_cols < 1 || cin < 1 || cout < 1 || kh < 1 || kw < 1 || out_rows_ < 1 || out_cols_ < 1)
-    fail(ErrorKind::internal, "convolution band of bad shape ", in_rows, "x", in_cols, "x", cin, " -> ", cout, " kernel ",
-         kh, "x", kw);
+    fail(ErrorKind::internal, "convolution band of bad shape ", in_rows, "x", in_cols, "x", cin, " -> ", cout,
+         " kernel ", kh, "x", kw);
   Impl& m = *impl_;
   m.wei_dims = {cout, cin, kh, kw};
   m.src = memory::desc({1, cin, in_rows, in_cols}, memory::data_type::f32, memory::format_tag::nhwc);

@@ -110,8 +110,8 @@ void fir_row(const float* t, int t_cols, int cb, int t_row, int t_col, const std
   for (int j = 0; j < f; ++j) scale_add_row(u, tmp + int64_t(j) * cb, gh[size_t(j)], n_u, j == 0);
 }
 
-SG2_CLONES void upsample2d_rows(const float* x, int H, int W, int C, const std::vector<float>& g, int f, int y0,
-                                int y1, float* out) {
+SG2_CLONES void upsample2d_rows(const float* x, int H, int W, int C, const std::vector<float>& g, int f, int y0, int y1,
+                                float* out) {
   const int pad0 = (f + 1) / 2, OW = 2 * W;
   // The taps that hit a source pixel (upsampled index even and inside), in the reference's order.
   const size_t taps = static_cast<size_t>(OW) * static_cast<size_t>(f);

@@ -22,16 +22,16 @@ namespace sg2::cpu {
 /// then stores v (raw, optional) and v * out_scale[c] (the next conv's styles; into a padded
 /// buffer, optional).
 struct Epilogue {
-  int C = 0;                       // channels of the full tensors (row stride W * C)
-  int c0 = 0, cb = 0;              // this unit's channels
-  const float* dcoef = nullptr;    // [C]
-  const float* noise = nullptr;    // [H, W] or null
-  const float* bias = nullptr;     // [C]
+  int C = 0;                     // channels of the full tensors (row stride W * C)
+  int c0 = 0, cb = 0;            // this unit's channels
+  const float* dcoef = nullptr;  // [C]
+  const float* noise = nullptr;  // [H, W] or null
+  const float* bias = nullptr;   // [C]
   float gain = 1.0f;
   std::optional<float> clamp;
-  const float* residual = nullptr; // [H, W, C] or null
-  float* raw = nullptr;            // [H, W, C] or null
-  float* modulated = nullptr;      // padded [H + 2B, W + 2B, C] or null
+  const float* residual = nullptr;   // [H, W, C] or null
+  float* raw = nullptr;              // [H, W, C] or null
+  float* modulated = nullptr;        // padded [H + 2B, W + 2B, C] or null
   const float* out_scale = nullptr;  // [C] (with modulated)
   int H = 0, W = 0, B = 0;
 };

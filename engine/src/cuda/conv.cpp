@@ -17,10 +17,14 @@ cudnnDataType_t cudnn_type(DType t) { return t == DType::f16 ? CUDNN_DATA_HALF :
 
 const char* math_name(cudnnMathType_t m) {
   switch (m) {
-    case CUDNN_DEFAULT_MATH: return "default";
-    case CUDNN_TENSOR_OP_MATH: return "tensor op";
-    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "tensor op, conversion";
-    case CUDNN_FMA_MATH: return "fma";
+    case CUDNN_DEFAULT_MATH:
+      return "default";
+    case CUDNN_TENSOR_OP_MATH:
+      return "tensor op";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION:
+      return "tensor op, conversion";
+    case CUDNN_FMA_MATH:
+      return "fma";
   }
   return "?";
 }
@@ -42,9 +46,12 @@ Args implicit_gemm_args(const ConvShape& s, const void* x, void* y) {
 
 Tf32x3ConvArgs::Operands operands_of(ConvMath math) {
   switch (math) {
-    case ConvMath::fp32_strict: return Tf32x3ConvArgs::Operands::tf32x3;
-    case ConvMath::tf32: return Tf32x3ConvArgs::Operands::tf32;
-    case ConvMath::fp16: return Tf32x3ConvArgs::Operands::f16;
+    case ConvMath::fp32_strict:
+      return Tf32x3ConvArgs::Operands::tf32x3;
+    case ConvMath::tf32:
+      return Tf32x3ConvArgs::Operands::tf32;
+    case ConvMath::fp16:
+      return Tf32x3ConvArgs::Operands::f16;
   }
   return Tf32x3ConvArgs::Operands::tf32x3;
 }
@@ -63,8 +70,8 @@ Tf32x3ConvArgs tc_args(const ConvShape& s, ConvMath math, const DeviceCaps& caps
   a.x = x;
   a.y = y;
   a.operands = operands_of(math);
-  const bool wgmma = caps.tf32x3_wgmma && t.tf32x3_wgmma &&
-                     conv2d_tf32x3_block_channels(a, Tf32x3ConvArgs::Impl::wgmma) > 0;
+  const bool wgmma =
+      caps.tf32x3_wgmma && t.tf32x3_wgmma && conv2d_tf32x3_block_channels(a, Tf32x3ConvArgs::Impl::wgmma) > 0;
   a.impl = wgmma ? Tf32x3ConvArgs::Impl::wgmma : Tf32x3ConvArgs::Impl::mma;
   a.encode_tensor_map = caps.encode_tensor_map;
   a.tma_activations = t.tf32x3_tma_activations;
@@ -86,10 +93,14 @@ bool batch_invariant(ConvImpl impl) { return impl != ConvImpl::cudnn; }
 
 const char* to_string(ConvImpl impl) {
   switch (impl) {
-    case ConvImpl::tensor_core: return "tensor_core";
-    case ConvImpl::simt: return "simt";
-    case ConvImpl::cudnn: return "cudnn";
-    case ConvImpl::direct: return "direct";
+    case ConvImpl::tensor_core:
+      return "tensor_core";
+    case ConvImpl::simt:
+      return "simt";
+    case ConvImpl::cudnn:
+      return "cudnn";
+    case ConvImpl::direct:
+      return "direct";
   }
   return "?";
 }
@@ -113,7 +124,8 @@ std::vector<ConvImpl> conv_candidates(const ConvShape& s, ConvMath math, const D
     const bool simt_ok = implicit_gemm_shape && s.Cin % 8 == 0 && s.Cout % 32 == 0;
     if (simt_ok) c.push_back(ConvImpl::simt);
   }
-  if (t.conv_policy == Policy::allow_cudnn || (fp32 && t.conv_policy == Policy::cudnn_first)) c.push_back(ConvImpl::cudnn);
+  if (t.conv_policy == Policy::allow_cudnn || (fp32 && t.conv_policy == Policy::cudnn_first))
+    c.push_back(ConvImpl::cudnn);
   c.push_back(ConvImpl::direct);
   return c;
 }
@@ -134,13 +146,15 @@ struct Conv::Part {
     if (s.transposed) {
       // backward data of a forward conv [Cout-grid -> Cin]: filter K = Cin, C = Cout
       SG2_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, dt, CUDNN_TENSOR_NHWC, s.Cin, s.Cout, s.k, s.k));
-      SG2_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, 0, 0, 2, 2, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+      SG2_CUDNN_CHECK(
+          cudnnSetConvolution2dDescriptor(conv, 0, 0, 2, 2, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     } else {
       SG2_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, dt, CUDNN_TENSOR_NHWC, s.Cout, s.Cin, s.k, s.k));
       SG2_CUDNN_CHECK(
           cudnnSetConvolution2dDescriptor(conv, s.pad, s.pad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     }
-    SG2_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math == ConvMath::fp32_strict ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+    SG2_CUDNN_CHECK(
+        cudnnSetConvolutionMathType(conv, math == ConvMath::fp32_strict ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
   }
   ~Part() {
     if (conv) cudnnDestroyConvolutionDescriptor(conv);
@@ -166,19 +180,27 @@ Conv::Conv(cudnnHandle_t handle, const ConvShape& s, ConvMath math, const Device
         // size sums in the same order; fewer splits where this batch's partial sums would not fit
         // the workspace limit (the batch is then run in pieces instead: Executor, never fewer splits).
         Tf32x3ConvArgs one = tc_args(s, math, caps, tuning, nullptr, nullptr);
-        one.N = tuning.conv_policy == CudaTuning::ConvPolicy::cudnn_first ? s.N : 1;  // not invariant: tuned to the batch
+        one.N =
+            tuning.conv_policy == CudaTuning::ConvPolicy::cudnn_first ? s.N : 1;  // not invariant: tuned to the batch
         tc_splits_ = conv2d_tf32x3_choose_splits(one, caps.sm_count);
         one.N = 1;
         one.splits = tc_splits_;
         const size_t per_image = conv2d_tf32x3_workspace(one);
-        tc_chunk_ = per_image == 0 ? s.N : static_cast<int>(std::min<size_t>(s.N, std::max<size_t>(1, workspace_limit / per_image)));
+        tc_chunk_ = per_image == 0
+                        ? s.N
+                        : static_cast<int>(std::min<size_t>(s.N, std::max<size_t>(1, workspace_limit / per_image)));
         if (per_image <= workspace_limit)
           candidates_.push_back(Candidate{ConvImpl::tensor_core, 0, CUDNN_FMA_MATH, per_image * size_t(tc_chunk_)});
         break;
       }
-      case ConvImpl::simt: candidates_.push_back(Candidate{ConvImpl::simt, 0, CUDNN_FMA_MATH, 0}); break;
-      case ConvImpl::cudnn: add_cudnn_candidates(workspace_limit); break;
-      case ConvImpl::direct: break;  // the fallback when no candidate runs (selected_ = -1)
+      case ConvImpl::simt:
+        candidates_.push_back(Candidate{ConvImpl::simt, 0, CUDNN_FMA_MATH, 0});
+        break;
+      case ConvImpl::cudnn:
+        add_cudnn_candidates(workspace_limit);
+        break;
+      case ConvImpl::direct:
+        break;  // the fallback when no candidate runs (selected_ = -1)
     }
   }
   for (const Candidate& c : candidates_) max_workspace_ = std::max(max_workspace_, c.workspace);
@@ -228,7 +250,8 @@ void Conv::add_cudnn_candidates(size_t workspace_limit) {
                                                                   perf.data()));
       for (int i = 0; i < returned; ++i) {
         const auto& r = perf[static_cast<size_t>(i)];
-        if (r.algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || r.algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING) continue;
+        if (r.algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || r.algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING)
+          continue;
         accept(static_cast<int>(r.algo), r.status, r.determinism, r.mathType, r.memory);
       }
     } else {
@@ -280,8 +303,10 @@ bool Conv::try_run(int ci, const void* x, const void* w, void* y, void* workspac
       conv2d_simt(a, stream);
       return true;
     }
-    case ConvImpl::direct: return false;  // never a candidate: run() falls back to it
-    case ConvImpl::cudnn: break;
+    case ConvImpl::direct:
+      return false;  // never a candidate: run() falls back to it
+    case ConvImpl::cudnn:
+      break;
   }
   const size_t esz = dtype_size(shape_.dtype);
   const int64_t x_per = int64_t(shape_.H) * shape_.W * shape_.Cin;
@@ -307,8 +332,7 @@ bool Conv::try_run(int ci, const void* x, const void* w, void* y, void* workspac
   return true;
 }
 
-void Conv::select(const void* x, const void* w, void* y, void* workspace, size_t workspace_bytes,
-                  cudaStream_t stream) {
+void Conv::select(const void* x, const void* w, void* y, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   // The first candidate that runs, in the table's order (the same choice on every run).
   selected_ = -1;
   for (int i = 0; i < static_cast<int>(candidates_.size()); ++i) {
@@ -324,9 +348,7 @@ void Conv::select(const void* x, const void* w, void* y, void* workspace, size_t
   selected_set_ = true;
 }
 
-size_t Conv::workspace() const {
-  return selected_ >= 0 ? candidates_[static_cast<size_t>(selected_)].workspace : 0;
-}
+size_t Conv::workspace() const { return selected_ >= 0 ? candidates_[static_cast<size_t>(selected_)].workspace : 0; }
 
 ConvImpl Conv::impl() const {
   return selected_ >= 0 ? candidates_[static_cast<size_t>(selected_)].impl : ConvImpl::direct;
@@ -360,7 +382,8 @@ std::string Conv::describe() const {
   if (selected_ < 0) return "direct kernel";
   const Candidate& c = candidates_[static_cast<size_t>(selected_)];
   switch (c.impl) {
-    case ConvImpl::simt: return "simt fp32 implicit gemm";
+    case ConvImpl::simt:
+      return "simt fp32 implicit gemm";
     case ConvImpl::tensor_core: {
       const Tf32x3ConvArgs a = tc_args(shape_, math_, caps_, tuning_, nullptr, nullptr);
       const char* what = math_ == ConvMath::fp32_strict ? "3xtf32 fp32-accurate"
@@ -370,8 +393,10 @@ std::string Conv::describe() const {
              (a.impl == Tf32x3ConvArgs::Impl::wgmma ? "wgmma" : "mma.sync") + ", split-k " +
              std::to_string(tc_splits_) + ")";
     }
-    case ConvImpl::direct: return "direct kernel";
-    case ConvImpl::cudnn: break;
+    case ConvImpl::direct:
+      return "direct kernel";
+    case ConvImpl::cudnn:
+      break;
   }
   return std::string("cudnn ") + (shape_.transposed ? "bwd-data" : "fwd") + " algo " + std::to_string(c.cudnn_algo) +
          " (" + math_name(c.cudnn_math) + ", workspace " + std::to_string(c.workspace >> 20) + " MiB)";

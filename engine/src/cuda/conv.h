@@ -63,7 +63,8 @@ struct ConvShape {
 ///   SG2_CONV=cudnn (tuning.h allow_cudnn): cuDNN before the direct kernel, for shapes sg2's fast
 ///   kernels do not take (faster there, not batch-invariant); SG2_FP32_CONV=simt: simt first and no
 ///   tensor_core; SG2_FP32_CONV=cudnn: cuDNN's FMA algorithms only (A/B); SG2_CONV=direct: direct only.
-std::vector<ConvImpl> conv_candidates(const ConvShape& s, ConvMath math, const DeviceCaps& caps, const CudaTuning& tuning);
+std::vector<ConvImpl> conv_candidates(const ConvShape& s, ConvMath math, const DeviceCaps& caps,
+                                      const CudaTuning& tuning);
 
 class Conv {
  public:
@@ -107,12 +108,12 @@ class Conv {
   ConvMath math_;
   DeviceCaps caps_;
   CudaTuning tuning_;
-  int chunk_ = 0;  // samples per cuDNN call
+  int chunk_ = 0;                             // samples per cuDNN call
   std::vector<std::unique_ptr<Part>> parts_;  // [0]: chunk_ samples, [1]: the remainder (if any)
   struct Candidate {
     ConvImpl impl;
-    int cudnn_algo;             // cudnn only
-    cudnnMathType_t cudnn_math; // cudnn only
+    int cudnn_algo;              // cudnn only
+    cudnnMathType_t cudnn_math;  // cudnn only
     size_t workspace;
   };
   std::vector<Candidate> candidates_;

@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <memory>
 
@@ -20,12 +20,12 @@
 #include "cuda/executor.h"
 #include "cuda/tuning.h"
 #include "device_bench.h"
-#include "kernels/to_uint8.h"
-#include "slot_ring.h"
-#include "util/file_util.h"
 #include "kernels/ref/parallel.h"
+#include "kernels/to_uint8.h"
 #include "sg2/error.h"
 #include "sg2/npy.h"
+#include "slot_ring.h"
+#include "util/file_util.h"
 
 namespace sg2 {
 
@@ -78,8 +78,7 @@ class CudaBackend final : public Backend, public DeviceBench {
       cudaGetLastError();
       raw_count = 0;
     }
-    if (cuda_device_count(&why) == 0 && raw_count == 0)
-      fail(ErrorKind::device, "cannot run on the GPU: ", why);
+    if (cuda_device_count(&why) == 0 && raw_count == 0) fail(ErrorKind::device, "cannot run on the GPU: ", why);
     if (index < 0 || index >= raw_count)
       fail(ErrorKind::device, "CUDA device cuda:", index, " does not exist (this machine has ", raw_count,
            raw_count == 1 ? " GPU: cuda:0)" : " GPUs: cuda:0 to cuda:" + std::to_string(raw_count - 1) + ")");
@@ -116,7 +115,8 @@ class CudaBackend final : public Backend, public DeviceBench {
     // fp32 worst case: three activation buffers of the widest layer and two images per sample
     int64_t act = 0;
     for (int r : cfg_.block_resolutions()) act = std::max<int64_t>(act, int64_t(r + 1) * (r + 1) * cfg_.channels_at(r));
-    const int64_t per_sample = 4 * (3 * act + 2 * int64_t(cfg_.img_channels) * cfg_.img_resolution * cfg_.img_resolution);
+    const int64_t per_sample =
+        4 * (3 * act + 2 * int64_t(cfg_.img_channels) * cfg_.img_resolution * cfg_.img_resolution);
     size_t free_b = 0, total_b = 0;
     {
       DeviceGuard g(index_);
@@ -268,7 +268,8 @@ class CudaBackend final : public Backend, public DeviceBench {
         executors_.erase(oldest);
       }
       Cached c;
-      c.ex = std::make_unique<Executor>(*dev_, N, cudnn_->get(), caps_, tuning_, &stats_, stream_->get(), kWorkspaceLimit);
+      c.ex =
+          std::make_unique<Executor>(*dev_, N, cudnn_->get(), caps_, tuning_, &stats_, stream_->get(), kWorkspaceLimit);
       it = executors_.emplace(N, std::move(c)).first;
     }
     it->second.used = ++use_counter_;
@@ -297,8 +298,10 @@ class CudaBackend final : public Backend, public DeviceBench {
   NoiseKind prepare_noise(Executor& ex, const NoiseSpec& noise, int b, int n) {
     cudaStream_t s = stream_->get();
     NoiseKind kind = NoiseKind::constant;
-    if (noise.mode == NoiseMode::none || !cfg_.synthesis.use_noise) kind = NoiseKind::none;
-    else if (noise.mode == NoiseMode::random || !noise.maps.empty()) kind = NoiseKind::per_sample;
+    if (noise.mode == NoiseMode::none || !cfg_.synthesis.use_noise)
+      kind = NoiseKind::none;
+    else if (noise.mode == NoiseMode::random || !noise.maps.empty())
+      kind = NoiseKind::per_sample;
     if (kind == NoiseKind::per_sample) {
       const int P = dev_->noise_floats_per_sample();
       std::vector<float> host(size_t(n) * P);
@@ -422,8 +425,8 @@ class CudaBackend final : public Backend, public DeviceBench {
         cudaStream_t cs = copy_stream_->get();
         SG2_CUDA_CHECK(cudaStreamWaitEvent(cs, sl.computed.get(), 0));
         if (out_.u8)
-          SG2_CUDA_CHECK(cudaMemcpyAsync(sl.host_u8.get(), sl.dev_u8.get(), size_t(n) * per_image_,
-                                         cudaMemcpyDeviceToHost, cs));
+          SG2_CUDA_CHECK(
+              cudaMemcpyAsync(sl.host_u8.get(), sl.dev_u8.get(), size_t(n) * per_image_, cudaMemcpyDeviceToHost, cs));
         if (out_.img)
           SG2_CUDA_CHECK(cudaMemcpyAsync(sl.host_img.get(), sl.dev_img.get(), size_t(n) * per_image_ * sizeof(float),
                                          cudaMemcpyDeviceToHost, cs));

@@ -1,5 +1,6 @@
 // sg2 CUDA backend: move-only owners of device memory, streams, events, graphs and the cuDNN
-// handle, and a guard that selects a device for a scope. Errors throw sg2::Error (kernels/cuda_check.h, cuda/cudnn_check.h).
+// handle, and a guard that selects a device for a scope. Errors throw sg2::Error (kernels/cuda_check.h,
+// cuda/cudnn_check.h).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -58,7 +59,9 @@ class DeviceBuffer {
 
   void* get() const { return ptr_; }
   template <typename T>
-  T* as() const { return static_cast<T*>(ptr_); }
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
   size_t bytes() const { return bytes_; }
   explicit operator bool() const { return ptr_ != nullptr; }
 

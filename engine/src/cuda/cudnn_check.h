@@ -12,8 +12,8 @@ namespace sg2::cuda {
 
 }  // namespace sg2::cuda
 
-#define SG2_CUDNN_CHECK(call)                                                                 \
-  do {                                                                                        \
-    const int sg2_st_ = static_cast<int>(call);                                               \
+#define SG2_CUDNN_CHECK(call)                                                             \
+  do {                                                                                    \
+    const int sg2_st_ = static_cast<int>(call);                                           \
     if (sg2_st_ != 0) ::sg2::cuda::throw_cudnn_error(sg2_st_, #call, __FILE__, __LINE__); \
   } while (0)

@@ -96,8 +96,10 @@ int cuda_device_count(std::string* why) {
     std::string first_problem;
     for (int d = 0; d < n; ++d) {
       std::string w;
-      if (cuda::device_usable(d, &w)) ++usable;
-      else if (first_problem.empty()) first_problem = w;
+      if (cuda::device_usable(d, &w))
+        ++usable;
+      else if (first_problem.empty())
+        first_problem = w;
     }
     if (usable == 0 && why) *why = first_problem;
     return usable == n ? n : usable;

@@ -9,10 +9,10 @@
 namespace sg2::cuda {
 
 struct DeviceCaps {
-  int index = 0;                     ///< CUDA ordinal
-  int cc_major = 0, cc_minor = 0;    ///< compute capability
-  int sm_count = 0;                  ///< streaming multiprocessors
-  size_t smem_per_block_optin = 0;   ///< cudaDevAttrMaxSharedMemoryPerBlockOptin (bytes)
+  int index = 0;                    ///< CUDA ordinal
+  int cc_major = 0, cc_minor = 0;   ///< compute capability
+  int sm_count = 0;                 ///< streaming multiprocessors
+  size_t smem_per_block_optin = 0;  ///< cudaDevAttrMaxSharedMemoryPerBlockOptin (bytes)
   /// The Hopper 3xTF32 kernel runs here: an sm_90 GPU and this binary carries sm_90a code (probe launch).
   bool tf32x3_wgmma = false;
   /// The driver's cuTensorMapEncodeTiled (set where tf32x3_wgmma is).

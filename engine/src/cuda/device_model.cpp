@@ -3,10 +3,10 @@
 
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 
 #include "kernels/conv2d_tf32x3.h"
 
@@ -121,8 +121,8 @@ DeviceModel::DeviceModel(const Model& model, Precision precision, const DeviceCa
       for (int i = 0; i < I; ++i)
         for (int k = 0; k < K; ++k) {
           const float v = W[(int64_t(o) * I + i) * K + k] * scale[size_t(o)];
-          const size_t idx = l.up == 2 ? (size_t(i) * K + k) * O + o    // [Cin, k, k, Cout]
-                                       : (size_t(o) * K + k) * I + i;   // [Cout, k, k, Cin]
+          const size_t idx = l.up == 2 ? (size_t(i) * K + k) * O + o   // [Cin, k, k, Cout]
+                                       : (size_t(o) * K + k) * I + i;  // [Cout, k, k, Cin]
           dev[idx] = v;
         }
     c.weight_off = ar.add(dev, dt);

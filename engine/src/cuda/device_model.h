@@ -25,19 +25,19 @@ namespace sg2::cuda {
 /// A modulated 3x3 conv (conv0 or conv1).
 struct ConvLayer {
   const LayerPlan* plan = nullptr;
-  DType dtype = DType::f32;       ///< its input activations, weight and conv output
+  DType dtype = DType::f32;  ///< its input activations, weight and conv output
   ConvMath math = ConvMath::fp32_strict;
-  size_t weight_off = 0;          ///< conv1: [Cout, 3, 3, Cin]; conv0: [Cin, 3, 3, Cout] (dtype; fp16: rows pre-normalized)
-  size_t weight_hi_off = 0;       ///< the tensor-core kernel's filter [Cout, 3, 3, Cin] (conv.h set_packed_weights):
-                                  ///< fp32_strict the TF32 heads, tf32 the same, fp16 the fp16 weights; 0: none
-  size_t weight_lo_off = 0;       ///< fp32_strict: the TF32 tails; else 0
-  size_t bias_off = 0;            ///< [Cout] fp32
-  size_t noise_const_off = 0;     ///< [r, r] fp32 (use_noise)
+  size_t weight_off = 0;     ///< conv1: [Cout, 3, 3, Cin]; conv0: [Cin, 3, 3, Cout] (dtype; fp16: rows pre-normalized)
+  size_t weight_hi_off = 0;  ///< the tensor-core kernel's filter [Cout, 3, 3, Cin] (conv.h set_packed_weights):
+                             ///< fp32_strict the TF32 heads, tf32 the same, fp16 the fp16 weights; 0: none
+  size_t weight_lo_off = 0;  ///< fp32_strict: the TF32 tails; else 0
+  size_t bias_off = 0;       ///< [Cout] fp32
+  size_t noise_const_off = 0;  ///< [r, r] fp32 (use_noise)
   float noise_strength = 0.0f;
-  int noise_offset = 0;           ///< offset of its map inside one sample's per-sample noise maps
-  int s_col = 0;                  ///< first column of its styles in s / s_in
-  int dcoef_col = 0;                  ///< first column of its coefficients in dcoefs
-  int demod_index = 0;            ///< row of the DemodLayer table
+  int noise_offset = 0;  ///< offset of its map inside one sample's per-sample noise maps
+  int s_col = 0;         ///< first column of its styles in s / s_in
+  int dcoef_col = 0;     ///< first column of its coefficients in dcoefs
+  int demod_index = 0;   ///< row of the DemodLayer table
 };
 
 /// A block's ToRGB (fused into the conv1 epilogue).
@@ -56,8 +56,8 @@ struct SkipLayer {
 
 struct BlockData {
   const BlockPlan* plan = nullptr;
-  BlockRecipe recipe;         ///< how it runs (recipe.h)
-  DType dtype = DType::f32;   ///< recipe.dtype
+  BlockRecipe recipe;        ///< how it runs (recipe.h)
+  DType dtype = DType::f32;  ///< recipe.dtype
   std::optional<ConvLayer> conv0;
   ConvLayer conv1;
   std::optional<TorgbLayer> torgb;
@@ -77,11 +77,13 @@ class DeviceModel {
 
   /// Device pointer of an arena entry.
   template <typename T = float>
-  const T* at(size_t off) const { return reinterpret_cast<const T*>(static_cast<const char*>(arena_.get()) + off); }
+  const T* at(size_t off) const {
+    return reinterpret_cast<const T*>(static_cast<const char*>(arena_.get()) + off);
+  }
   size_t arena_bytes() const { return arena_.bytes(); }
 
   // mapping
-  int map_in_features() const { return map_in_; }   ///< z_dim + embed_features (c_dim > 0)
+  int map_in_features() const { return map_in_; }    ///< z_dim + embed_features (c_dim > 0)
   int map_max_features() const { return map_max_; }  ///< widest mapping layer
   struct Fc {
     size_t weight_off, bias_off;
@@ -93,10 +95,10 @@ class DeviceModel {
 
   // styles: s [N, s_cols] = affine of every modulated layer in one launch
   int s_cols() const { return s_cols_; }
-  size_t affine_weight_off() const { return aff_w_off_; }  ///< [s_cols, w_dim]
-  size_t affine_bias_off() const { return aff_b_off_; }    ///< [s_cols]
-  size_t affine_rows_off() const { return aff_rows_off_; } ///< [s_cols] int: ws row
-  size_t affine_scale_off() const { return aff_scale_off_; }///< [s_cols]: style_gain
+  size_t affine_weight_off() const { return aff_w_off_; }     ///< [s_cols, w_dim]
+  size_t affine_bias_off() const { return aff_b_off_; }       ///< [s_cols]
+  size_t affine_rows_off() const { return aff_rows_off_; }    ///< [s_cols] int: ws row
+  size_t affine_scale_off() const { return aff_scale_off_; }  ///< [s_cols]: style_gain
   // demodulation
   int dcoef_cols() const { return dcoef_cols_; }
   int num_conv_layers() const { return num_conv_; }

@@ -59,8 +59,11 @@ void run_mapping(const DeviceModel& m, MappingBuffers& b, float psi, int cutoff,
       act = FcAct::linear;
       act_gain = 1.0f;
       break;
-    case Activation::relu: act = FcAct::relu; break;
-    case Activation::lrelu: break;
+    case Activation::relu:
+      act = FcAct::relu;
+      break;
+    case Activation::lrelu:
+      break;
   }
   const float lr = cfg.mapping.lr_multiplier;
   const float* x = b.x0.as<float>();
@@ -219,8 +222,8 @@ std::vector<std::string> Executor::conv_descriptions() const {
     const std::string b = "b" + std::to_string(m_.blocks()[i].plan->resolution);
     if (convs_[i].skip) out.push_back(b + ".skip: " + convs_[i].skip->describe());
     if (convs_[i].conv0) out.push_back(b + ".conv0: " + convs_[i].conv0->describe());
-    const std::string c1 = m_.blocks()[i].recipe.fused_conv1 ? "fused fp16 conv1 + epilogue kernel"
-                                                              : convs_[i].conv1->describe();
+    const std::string c1 =
+        m_.blocks()[i].recipe.fused_conv1 ? "fused fp16 conv1 + epilogue kernel" : convs_[i].conv1->describe();
     out.push_back(b + ".conv1: " + c1);
   }
   return out;
@@ -303,9 +306,10 @@ void Executor::emit_skip(Emit& e, size_t block) {
   void* wsp = workspace_.get();
   const size_t wsb = workspace_.bytes();
   e.steps.push_back({[=](cudaStream_t st) {
-    conv->run(in, w, tmp, wsp, wsb, st);
-    upsample2d_nhwc(tmp, D, N, h, h, C, filter, fsize, gain, out, st);
-  }, "b" + std::to_string(bd.plan->resolution) + ".skip"});
+                       conv->run(in, w, tmp, wsp, wsb, st);
+                       upsample2d_nhwc(tmp, D, N, h, h, C, filter, fsize, gain, out, st);
+                     },
+                     "b" + std::to_string(bd.plan->resolution) + ".skip"});
 }
 
 /// conv0: the stride-2 transposed conv, then the FIR + noise + bias + act epilogue, which writes
@@ -395,7 +399,8 @@ void Executor::emit_conv1(Emit& e, size_t block) {
     ep.rgb_bias = m_.at(t.bias_off);
     ep.rgb_clamp = clamp_of(*t.plan);
     const int dst = e.img_cur == 0 ? 1 : 0;
-    ep.img_prev = m_.plan().architecture == Architecture::skip && e.img_cur >= 0 ? img_[e.img_cur].as<float>() : nullptr;
+    ep.img_prev =
+        m_.plan().architecture == Architecture::skip && e.img_cur >= 0 ? img_[e.img_cur].as<float>() : nullptr;
     ep.img = img_[dst].as<float>();
     ep.filter = m_.at(m_.filter_off());
     ep.fsize = m_.plan().filter_size;
@@ -436,9 +441,9 @@ std::vector<Executor::Step> Executor::program(const ProgramKey& key, bool for_du
   if (for_dump && !dump_) dump_ = DeviceBuffer(dump_bytes_, stats_);
   Emit e{key.noise, for_dump, {}, act_a_.get(), act_b_.get(), -1};
   if (key.with_mapping)
-    e.steps.push_back({[this](cudaStream_t st) {
-      run_mapping(m_, mapping_, 1.0f, m_.config().num_ws, ws_.as<float>(), st);
-    }, "mapping"});
+    e.steps.push_back(
+        {[this](cudaStream_t st) { run_mapping(m_, mapping_, 1.0f, m_.config().num_ws, ws_.as<float>(), st); },
+         "mapping"});
   emit_styles(e);
   for (size_t i = 0; i < m_.blocks().size(); ++i) {
     const BlockData& bd = m_.blocks()[i];

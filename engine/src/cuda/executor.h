@@ -43,8 +43,8 @@ class Executor {
            MemoryStats* stats, cudaStream_t stream, size_t workspace_limit);
 
   int batch() const { return N_; }
-  float* ws() const { return ws_.as<float>(); }                 ///< [N, num_ws, w_dim] input
-  float* noise_maps();                                          ///< [N, noise floats per sample]
+  float* ws() const { return ws_.as<float>(); }  ///< [N, num_ws, w_dim] input
+  float* noise_maps();                           ///< [N, noise floats per sample]
   MappingBuffers& mapping() { return mapping_; }
 
   /// ws -> images; returns the device image [N, img_channels, R, R] fp32. Graph replay.
@@ -61,7 +61,7 @@ class Executor {
   bool uses_graphs() const { return !graph_failed_; }
   const std::string& capture_error() const { return capture_error_; }
 
-  size_t bytes() const;            ///< device bytes held (buffers + workspace)
+  size_t bytes() const;  ///< device bytes held (buffers + workspace)
   size_t workspace_bytes() const { return workspace_.bytes(); }
   std::vector<std::string> conv_descriptions() const;
 
@@ -84,9 +84,9 @@ class Executor {
     NoiseKind noise;
     bool for_dump;
     std::vector<Step> steps;
-    void* act;        ///< the buffer holding the current activation (the next conv's scaled input)
-    void* conv_out;   ///< the buffer the next convolution writes
-    int img_cur = -1; ///< which of img_[] holds the current image (-1: none yet)
+    void* act;         ///< the buffer holding the current activation (the next conv's scaled input)
+    void* conv_out;    ///< the buffer the next convolution writes
+    int img_cur = -1;  ///< which of img_[] holds the current image (-1: none yet)
   };
   std::vector<Step> program(const ProgramKey& key, bool for_dump);
   void emit_styles(Emit& e);
@@ -111,13 +111,14 @@ class Executor {
   DeviceBuffer input_scales_;  ///< [N, s_cols] the styles as the convolutions' input scales (fp16: s / max|s|)
   DeviceBuffer style_max_;     ///< [N, conv layers] max|s| of each fp16 layer (1 for fp32 layers)
   DeviceBuffer dcoefs_;        ///< [N, dcoef_cols] demodulation coefficients of every conv layer
-  DeviceBuffer act_a_, act_b_; ///< the current activation and the convolution output (they trade roles after a fused conv1)
-  DeviceBuffer skip_in_;       ///< resnet: the unscaled block input for the skip conv
-  DeviceBuffer residual_;      ///< resnet: the skip branch's output [N, r, r, C] fp32, added in the conv1 epilogue
-  DeviceBuffer img_[2];        ///< [N, img_channels, R, R] the skip image, ping-pong
-  DeviceBuffer noise_;         ///< [N, noise floats per sample] per-sample noise maps
-  DeviceBuffer workspace_;     ///< the convolutions' workspace (cuDNN, 3xTF32 split-K partials)
-  DeviceBuffer dump_;          ///< eager dumps: each block's unscaled output
+  DeviceBuffer act_a_,
+      act_b_;              ///< the current activation and the convolution output (they trade roles after a fused conv1)
+  DeviceBuffer skip_in_;   ///< resnet: the unscaled block input for the skip conv
+  DeviceBuffer residual_;  ///< resnet: the skip branch's output [N, r, r, C] fp32, added in the conv1 epilogue
+  DeviceBuffer img_[2];    ///< [N, img_channels, R, R] the skip image, ping-pong
+  DeviceBuffer noise_;     ///< [N, noise floats per sample] per-sample noise maps
+  DeviceBuffer workspace_;  ///< the convolutions' workspace (cuDNN, 3xTF32 split-K partials)
+  DeviceBuffer dump_;       ///< eager dumps: each block's unscaled output
   MappingBuffers mapping_;
   struct Convs {
     std::unique_ptr<Conv> conv0, conv1, skip;

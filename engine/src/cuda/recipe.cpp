@@ -7,10 +7,13 @@ namespace sg2::cuda {
 
 DType block_dtype(const BlockPlan& b, Precision precision) {
   switch (precision) {
-    case Precision::fp16: return DType::f16;
-    case Precision::automatic: return b.fp16 ? DType::f16 : DType::f32;
+    case Precision::fp16:
+      return DType::f16;
+    case Precision::automatic:
+      return b.fp16 ? DType::f16 : DType::f32;
     case Precision::fp32:
-    case Precision::tf32: return DType::f32;
+    case Precision::tf32:
+      return DType::f32;
   }
   return DType::f32;
 }

@@ -26,9 +26,9 @@
 namespace sg2::cuda {
 
 struct BlockRecipe {
-  DType dtype = DType::f32;                ///< storage of its activations, conv weights and conv outputs
-  ConvMath math = ConvMath::fp32_strict;   ///< arithmetic of its convolutions (conv.h chooses the kernels)
-  DType out_dtype = DType::f32;            ///< what its conv1 epilogue writes: the next block's dtype (its own for the last)
+  DType dtype = DType::f32;               ///< storage of its activations, conv weights and conv outputs
+  ConvMath math = ConvMath::fp32_strict;  ///< arithmetic of its convolutions (conv.h chooses the kernels)
+  DType out_dtype = DType::f32;  ///< what its conv1 epilogue writes: the next block's dtype (its own for the last)
   /// conv1, its epilogue and ToRGB as one kernel (kernels/fused_conv_f16.h): fp16 blocks of 32 or
   /// 64 channels whose shared memory the device allows, without a residual (not resnet).
   bool fused_conv1 = false;

@@ -30,14 +30,19 @@ bool flag(const char* name, const char* on) {
 CudaTuning CudaTuning::from_environment() {
   CudaTuning t;
   const std::string fp32 = env("SG2_FP32_CONV");
-  if (fp32 == "simt") t.fp32_conv = Fp32Conv::simt;
-  else if (fp32 == "cudnn") t.fp32_conv = Fp32Conv::cudnn;
+  if (fp32 == "simt")
+    t.fp32_conv = Fp32Conv::simt;
+  else if (fp32 == "cudnn")
+    t.fp32_conv = Fp32Conv::cudnn;
   else if (!fp32.empty())
     fail(ErrorKind::invalid_argument, "environment variable SG2_FP32_CONV='", fp32, "': expected simt, cudnn or unset");
   const std::string conv = env("SG2_CONV");
-  if (conv == "direct") t.conv_policy = ConvPolicy::direct_only;
-  else if (conv == "cudnn") t.conv_policy = ConvPolicy::allow_cudnn;
-  else if (conv == "cudnn-first") t.conv_policy = ConvPolicy::cudnn_first;
+  if (conv == "direct")
+    t.conv_policy = ConvPolicy::direct_only;
+  else if (conv == "cudnn")
+    t.conv_policy = ConvPolicy::allow_cudnn;
+  else if (conv == "cudnn-first")
+    t.conv_policy = ConvPolicy::cudnn_first;
   else if (!conv.empty())
     fail(ErrorKind::invalid_argument, "environment variable SG2_CONV='", conv,
          "': expected direct, cudnn, cudnn-first or unset");

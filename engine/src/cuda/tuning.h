@@ -36,13 +36,13 @@ struct CudaTuning {
   /// only (default), cuDNN too where those do not take the shape, cuDNN first, or direct only.
   enum class ConvPolicy { invariant, allow_cudnn, cudnn_first, direct_only };
   ConvPolicy conv_policy = ConvPolicy::invariant;
-  bool tf32x3_wgmma = true;                     ///< false: SG2_TF32X3_KERNEL=mma
-  bool tf32x3_tma_activations = true;           ///< false: SG2_TF32X3_TMA_X=0
-  bool fused_conv1 = true;                      ///< false: SG2_UNFUSED_CONV1=1
-  bool separable_upconv = true;                 ///< false: SG2_UPCONV_2D=1
-  bool shared_table_epilogue = true;            ///< false: SG2_EPILOGUE_GENERAL=1
-  bool auto_fp32_as_tf32 = false;               ///< SG2_AUTO_FP32_MATH=tf32
-  size_t memory_limit_bytes = 0;                ///< SG2_CUDA_MEMORY_LIMIT_MB (0: none)
+  bool tf32x3_wgmma = true;            ///< false: SG2_TF32X3_KERNEL=mma
+  bool tf32x3_tma_activations = true;  ///< false: SG2_TF32X3_TMA_X=0
+  bool fused_conv1 = true;             ///< false: SG2_UNFUSED_CONV1=1
+  bool separable_upconv = true;        ///< false: SG2_UPCONV_2D=1
+  bool shared_table_epilogue = true;   ///< false: SG2_EPILOGUE_GENERAL=1
+  bool auto_fp32_as_tf32 = false;      ///< SG2_AUTO_FP32_MATH=tf32
+  size_t memory_limit_bytes = 0;       ///< SG2_CUDA_MEMORY_LIMIT_MB (0: none)
 
   /// The switches above from the environment. Throws Error(invalid_argument) naming the variable
   /// for a value it does not know (a misspelt switch must not silently measure the default).
