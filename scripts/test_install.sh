@@ -2,8 +2,8 @@
 # Checks the installed package as a user meets it (called by scripts/test.sh after ctest):
 #   1. cmake --install into a temporary prefix;
 #   2. apps/examples (find_package(sg2 REQUIRED)) configured and built against it with
-#      -DCMAKE_PREFIX_PATH, then run from another directory: embed (C++ API) and embed_c (C ABI) must
-#      find the bundled model under <prefix>/share/sg2/models and write four and three PNGs;
+#      -DCMAKE_PREFIX_PATH, then run from another directory: embed (C++ API), stream (streaming API) and embed_c (C ABI) must
+#      find the bundled model under <prefix>/share/sg2/models and write four, 100 and three PNGs;
 #   3. the installed `sg2` CLI generates from its bundled model;
 #   4. a C program compiled against the installed sg2_c.h and libsg2.
 # Environment: SG2_BUILD_DIR (default build).
@@ -28,6 +28,11 @@ cd "$tmp/run"
 env -u SG2_MODEL "$tmp/examples/embed" "$tmp/embed-out" | tee "$tmp/embed.txt"
 [[ $(grep -c '^wrote ' "$tmp/embed.txt") == 4 ]] || { echo "embed: expected 4 images" >&2; exit 1; }
 for s in 0 1 2 3; do [[ -s "$tmp/embed-out/embed_seed$s.png" ]] || { echo "embed: missing embed_seed$s.png" >&2; exit 1; }; done
+env -u SG2_MODEL "$tmp/examples/stream" "$tmp/embed-out" "" cpu | tee "$tmp/stream.txt"
+grep -q '^wrote 100 images' "$tmp/stream.txt" || { echo "stream: expected 100 images" >&2; exit 1; }
+[[ $(ls "$tmp/embed-out"/stream_seed*.png | wc -l) == 100 ]] || { echo "stream: expected 100 PNG files" >&2; exit 1; }
+cmp "$tmp/embed-out/stream_seed0042.png" <(env -u SG2_MODEL "$prefix/bin/sg2" generate --seeds 42 --class 7 --device cpu \
+  --outdir "$tmp/stream-cli" -q && cat "$tmp/stream-cli/seed0042.png") || { echo "stream: seed 42 differs from sg2 generate's" >&2; exit 1; }
 env -u SG2_MODEL "$tmp/examples/embed_c" "$tmp/embed-out" | tee "$tmp/embed_c.txt"
 [[ $(grep -c '^wrote ' "$tmp/embed_c.txt") == 3 ]] || { echo "embed_c: expected 3 images" >&2; exit 1; }
 for s in 0 1 2; do [[ -s "$tmp/embed-out/embed_c_seed$s.png" ]] || { echo "embed_c: missing embed_c_seed$s.png" >&2; exit 1; }; done

@@ -245,7 +245,7 @@ TEST(NewUser, TheReadmeTourWritesUnderOut) {
 
 TEST(NewUser, TheReadmeShowsTheExamplesAsBuilt) {
   const std::string readme = slurp(source_path("README.md"));
-  for (const char* f : {"apps/examples/embed.cpp", "apps/examples/embed_c.c"}) {
+  for (const char* f : {"apps/examples/embed.cpp", "apps/examples/stream.cpp", "apps/examples/embed_c.c"}) {
     const std::string text = slurp(source_path(f));
     ASSERT_GT(text.size(), 500u) << f;
     EXPECT_TRUE(has_text(readme, text)) << "README.md does not show " << f << " as it is";
