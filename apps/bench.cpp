@@ -79,18 +79,6 @@ double median(std::vector<float> v) {
   return n % 2 ? v[n / 2] : 0.5 * (double(v[n / 2 - 1]) + v[n / 2]);
 }
 
-double psnr_pm1(const Tensor& a, const Tensor& b, double* max_abs) {
-  double mse = 0, mx = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    const double d = double(a[i]) - double(b[i]);
-    mse += d * d;
-    mx = std::max(mx, std::fabs(d));
-  }
-  mse /= double(std::max<int64_t>(a.numel(), 1));
-  *max_abs = mx;
-  return mse == 0 ? INFINITY : 10.0 * std::log10(4.0 / mse);
-}
-
 std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
@@ -321,7 +309,7 @@ int run_bench(int argc, char** argv) {
       Generator g(model, o);
       const Tensor x = g.generate(z, c);
       double mx = 0;
-      const double db = psnr_pm1(x, ref, &mx);
+      const double db = cli::psnr_pm1(x, ref, &mx);
       char row[160];
       std::snprintf(row, sizeof row, "  %-5s PSNR %6.2f dB   max|diff| %.5f\n", to_string(p), db, mx);
       acc << row;

@@ -65,6 +65,18 @@ std::string fmt(const char* f, double v) {
 
 }  // namespace
 
+double psnr_pm1(const Tensor& a, const Tensor& b, double* max_abs) {
+  double mse = 0, mx = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double d = double(a[i]) - double(b[i]);
+    mse += d * d;
+    mx = std::max(mx, std::fabs(d));
+  }
+  mse /= double(std::max<int64_t>(a.numel(), 1));
+  *max_abs = mx;
+  return mse == 0 ? INFINITY : 10.0 * std::log10(4.0 / mse);
+}
+
 int run_cpu_bench(const cxxopts::ParseResult& args, const Model& model, const std::string& label,
                   const std::string& config_name, const char* reference_json) {
   const ModelConfig& cfg = model.config;
@@ -167,14 +179,8 @@ int run_cpu_bench(const cxxopts::ParseResult& args, const Model& model, const st
     const Tensor a = Generator(model, o).generate(z, c);
     o.reference_cpu = true;
     const Tensor b = Generator(model, o).generate(z, c);
-    double mse = 0, mx = 0;
-    for (int64_t i = 0; i < a.numel(); ++i) {
-      const double d = double(a[i]) - double(b[i]);
-      mse += d * d;
-      mx = std::max(mx, std::fabs(d));
-    }
-    mse /= double(std::max<int64_t>(a.numel(), 1));
-    const double psnr = mse == 0 ? INFINITY : 10.0 * std::log10(4.0 / mse);
+    double mx = 0;
+    const double psnr = psnr_pm1(a, b, &mx);
     acc << "accuracy vs the reference ops (2 images, const noise, psi 1): max|diff| " << fmt("%.2e", mx) << ", PSNR "
         << fmt("%.1f", psnr) << " dB\n";
     out["accuracy"] = {{"max_abs_diff", mx}, {"psnr_db", psnr}, {"images", 2}};

@@ -21,6 +21,7 @@
 
 #include "sg2/error.h"
 #include "util/file_util.h"
+#include "util/text_util.h"
 
 namespace sg2 {
 
@@ -76,22 +77,8 @@ std::string bad_name(const std::string& name) {
   return {};
 }
 
-/// A name for the terminal: printable ASCII kept, anything else as \xNN, at most 200 characters.
-std::string printable(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size() && out.size() < 200; ++i) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    }
-  }
-  if (out.size() >= 200) out += "...";
-  return out;
-}
+/// A value for the terminal (util/text_util.h): escaped, at most 200 characters.
+std::string printable(const std::string& s) { return detail::printable(s, 200); }
 
 }  // namespace
 

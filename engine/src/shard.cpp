@@ -3,30 +3,16 @@
 #include "sg2/shard.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 
 #include "sg2/error.h"
+#include "util/text_util.h"
 
 namespace sg2 {
 namespace {
 
-/// A value for the terminal: printable ASCII kept, anything else as \xNN, at most 40 characters.
-std::string printable(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (out.size() >= 40) return out + "...";
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    }
-  }
-  return out;
-}
+/// A value for the terminal (util/text_util.h): escaped, at most 40 characters.
+std::string printable(const std::string& s) { return detail::printable(s, 40); }
 
 /// A non-negative decimal integer of at most 18 digits (no sign, no spaces); nullopt otherwise.
 std::optional<int64_t> parse_decimal(const std::string& s) {
