@@ -6,7 +6,8 @@
 # Exits non-zero when any fuzzer finds a crash, a sanitizer report, a leak or a hang; the input
 # that triggered it is saved under build-fuzz/artifacts/. The grown corpus stays in
 # build-fuzz/corpus/ for the next run.
-# Environment: SG2_FUZZ_SECONDS (total seconds, default 60), SG2_FUZZ_DIR (default build-fuzz),
+# Environment: SG2_FUZZ_SECONDS (total seconds, default 60; a target whose share rounds down to 0 s
+#              is skipped, not run unbounded: 0 builds the fuzzers and seeds only), SG2_FUZZ_DIR (default build-fuzz),
 #              SG2_JOBS (build jobs, default: number of cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +47,10 @@ status=0
 run() {  # run <target> <seconds> <max_len>
   local name=$1 secs=$2 max_len=$3
   mkdir -p "$dir/corpus/$name" "$dir/artifacts"
+  if (( secs <= 0 )); then  # libFuzzer reads -max_total_time=0 as "no limit"
+    echo "sg2 fuzz: $name skipped (its share of SG2_FUZZ_SECONDS=$total is 0 s)"
+    return
+  fi
   echo "sg2 fuzz: $name for ${secs} s"
   if ! "$dir/tests/fuzz/$name" -max_total_time="$secs" -max_len="$max_len" -rss_limit_mb=2048 -timeout=30 \
        -print_final_stats=1 -artifact_prefix="$dir/artifacts/$name-" "$dir/corpus/$name" "$dir/seeds/$name" \
