@@ -20,6 +20,7 @@
 #include "sg2/convert.h"
 #include "sg2/default_model.h"
 #include "sg2/error.h"
+#include "sg2/interrupt.h"
 #include "sg2/npy.h"
 
 extern char** environ;
@@ -40,16 +41,21 @@ cxxopts::ParseResult parse(cxxopts::Options& opts, int argc, char** argv) {
   try {
     cxxopts::ParseResult r = opts.parse(argc, argv);
     if (!r.unmatched().empty())
-      fail(ErrorKind::invalid_argument, "unexpected argument '", r.unmatched().front(), "' (see ", cmd, " --help)");
+      fail(ErrorKind::invalid_argument, "unexpected argument '", printable_text(r.unmatched().front()), "' (see ", cmd,
+           " --help)");
     return r;
   } catch (const cxxopts::exceptions::exception& e) {
-    fail(ErrorKind::invalid_argument, e.what(), " (see ", cmd, " --help)");
+    // cxxopts quotes with U+2018/U+2019; plain quotes, so that escaping keeps the message readable
+    std::string what = e.what();
+    for (const char* q : {"\xe2\x80\x98", "\xe2\x80\x99"})
+      for (size_t p = what.find(q); p != std::string::npos; p = what.find(q)) what.replace(p, 3, "'");
+    fail(ErrorKind::invalid_argument, printable_text(what, 200), " (see ", cmd, " --help)");
   }
 }
 
 bool print_help_if_asked(const cxxopts::Options& opts, const cxxopts::ParseResult& args) {
   if (args.count("help") == 0) return false;
-  std::cout << opts.help() << std::flush;
+  std::cout << opts.help();  // flushed and checked at the end (finish_stdout)
   return true;
 }
 
@@ -132,7 +138,7 @@ void check_grid_size(const GridShape& g) {
 
 GridShape parse_grid(const std::string& text) {
   const size_t x = text.find_first_of("xX");
-  if (x == std::string::npos)
+  if (x == std::string::npos || text.find_first_of("xX", x + 1) != std::string::npos)
     fail(ErrorKind::invalid_argument, "--grid: '", text, "' is not COLSxROWS (for example 10x1)");
   GridShape g;
   g.cols = static_cast<int>(parse_int("grid", text.substr(0, x), 1, 1 << 16));
@@ -549,6 +555,7 @@ int run_process(const std::vector<std::string>& argv, std::string* output) {
     ::close(pipefd[0]);
     return -1;
   }
+  sg2::set_child_process(pid);  // an interrupt ends the child too, and leaves no orphan
   char buf[4096];
   ssize_t n;
   while ((n = ::read(pipefd[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
@@ -557,6 +564,7 @@ int run_process(const std::vector<std::string>& argv, std::string* output) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  sg2::set_child_process(0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 

@@ -2,6 +2,9 @@
 #include "commands.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <new>
@@ -28,7 +31,20 @@ std::vector<Command> commands() {
   return v;
 }
 
-int run_guarded(const Command& c, int argc, char** argv) {
+int finish_stdout(const std::string& who, int status) {
+  // A full disk or a closed pipe behind stdout (`sg2 inspect --json M > out.json`) must not end in
+  // exit 0 with a cut file: flush now and check, once for the whole run.
+  errno = 0;
+  std::cout.flush();
+  const bool failed = !std::cout || std::fflush(stdout) != 0 || std::ferror(stdout);
+  if (!failed) return status;
+  const int e = errno;
+  std::cerr << who << ": error: cannot write to standard output" << (e != 0 ? ": " : "")
+            << (e != 0 ? std::strerror(e) : "") << "\n";
+  return status == 0 ? 1 : status;
+}
+
+static int run_command(const Command& c, int argc, char** argv) {
   try {
     return c.run(argc, argv);
   } catch (const sg2::Error& e) {
@@ -41,6 +57,10 @@ int run_guarded(const Command& c, int argc, char** argv) {
     std::cerr << "sg2 " << c.name << ": error: " << e.what() << "\n";
     return 1;
   }
+}
+
+int run_guarded(const Command& c, int argc, char** argv) {
+  return finish_stdout(std::string("sg2 ") + c.name, run_command(c, argc, argv));
 }
 
 }  // namespace sg2::cli

@@ -5,6 +5,8 @@
 //   SG2_COMMAND(generate, 10, "images from seeds", run_generate);
 #pragma once
 
+#include <string>
+
 #include <vector>
 
 namespace sg2::cli {
@@ -27,6 +29,11 @@ bool register_command(const Command& c);
 /// Runs a command, turning sg2::Error and other exceptions into a one-line message on stderr
 /// and an exit code (2 for invalid arguments, 1 for every other failure).
 int run_guarded(const Command& c, int argc, char** argv);
+
+/// Flushes stdout and checks that everything written to it arrived; if not, prints "<who>: error:
+/// cannot write to standard output: <reason>" and returns 1 (or `status` when it is an error
+/// already). Returns `status` otherwise.
+int finish_stdout(const std::string& who, int status);
 
 }  // namespace sg2::cli
 

@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "sg2/error.h"
 #include "sg2/image.h"
+#include "sg2/interrupt.h"
 
 namespace sg2::cli {
 namespace {
@@ -161,22 +162,26 @@ int run_interpolate(int argc, char** argv) {
                   << ")\n";
     } else {
       const std::string tmp = out.file(".interpolation.tmp.mp4");
+      const int tmp_handle = register_temporary_file(tmp);  // an interrupt removes ffmpeg's half video
       std::string log;
       // Scale up small images (nearest neighbour) so players show them; even sizes for yuv420p.
       const int side = cfg.img_resolution < 256 ? 256 / cfg.img_resolution * cfg.img_resolution : cfg.img_resolution;
       // ffmpeg reads paths as URLs and patterns: absolute, with the file: protocol, '%' escaped,
-      // so folder names like "-y", "pipe:1" or "100%d" stay plain paths.
+      // so folder names like "-y", "pipe:1" or "100%d" stay plain paths. -frames:v: exactly this
+      // run's frames, also when older frame files with higher numbers are in the folder.
       const int rc = run_process({ffmpeg, "-y", "-loglevel", "error", "-framerate", std::to_string(fps), "-i",
-                                  ffmpeg_path(out.file("%%%FRAME%%%")), "-vf",
+                                  ffmpeg_path(out.file("%%%FRAME%%%")), "-frames:v", std::to_string(total), "-vf",
                                   "scale=" + std::to_string(side) + ":" + std::to_string(side) + ":flags=neighbor",
                                   "-c:v", "libx264", "-pix_fmt", "yuv420p", "-f", "mp4", ffmpeg_path(tmp, false)},
                                  &log);
       if (rc != 0 || std::rename(tmp.c_str(), out.file("interpolation.mp4").c_str()) != 0) {
         std::remove(tmp.c_str());
+        unregister_temporary_file(tmp_handle);
         while (!log.empty() && (log.back() == '\n' || log.back() == '\r')) log.pop_back();
-        fail(ErrorKind::io, "ffmpeg failed (exit ", rc, "): ", log.substr(0, 300), " (the frames are in ", out.path(),
-             "; --no-video skips the video)");
+        fail(ErrorKind::io, "ffmpeg failed (exit ", rc, "): ", printable_text(log, 300), " (the frames are in ",
+             out.path(), "; --no-video skips the video)");
       }
+      unregister_temporary_file(tmp_handle);
       video = "interpolation.mp4";
     }
   }

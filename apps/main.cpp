@@ -35,22 +35,21 @@ int main(int argc, char** argv) {
       char* sub_argv[] = {argv[2], help_flag, nullptr};
       return sg2::cli::run_guarded(c, 2, sub_argv);
     }
-    std::cerr << "sg2 help: unknown command '" << topic << "'\n\n";
-    print_usage(std::cerr);
+    std::cerr << "sg2 help: error: unknown command '" << sg2::printable_text(topic)
+              << "' (sg2 --help lists the commands)\n";
     return 2;
   }
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
     print_usage(std::cout);
-    return 0;
+    return sg2::cli::finish_stdout("sg2", 0);
   }
   if (cmd == "--version" || cmd == "version") {
     std::cout << "sg2 " << sg2::version() << "\n";
-    return 0;
+    return sg2::cli::finish_stdout("sg2", 0);
   }
   for (const sg2::cli::Command& c : sg2::cli::commands()) {
     if (cmd == c.name) return sg2::cli::run_guarded(c, argc - 1, argv + 1);
   }
-  std::cerr << "sg2: unknown command '" << cmd << "'\n\n";
-  print_usage(std::cerr);
+  std::cerr << "sg2: error: unknown command '" << sg2::printable_text(cmd) << "' (sg2 --help lists the commands)\n";
   return 2;
 }

@@ -35,7 +35,10 @@ int run_mix(int argc, char** argv) {
       "noise-seed", "seed of --noise-mode random (default 0); a mixed image uses its row seed's noise",
       cxxopts::value<std::string>(),
       "S")("outdir", "output directory (created if missing)", cxxopts::value<std::string>()->default_value("out"),
-           "DIR")("format", "png, npy (raw float32 [1, C, H, W] as ROW-COL.npy) or both; grid.png is always written",
+           "DIR")("format",
+                  "png, npy (raw float32 [1, C, H, W] as ROW-COL.npy), both, or u8npy (the PNG's uint8 pixels as .npy "
+                  "[1, H, W, C]); "
+                  "grid.png is always written",
                   cxxopts::value<std::string>()->default_value("png"), "F");
   add_class_option(opts);
   add_model_options(opts);
@@ -56,7 +59,9 @@ int run_mix(int argc, char** argv) {
       fail(ErrorKind::invalid_argument, "--noise-seed is only used with --noise-mode random");
     noise_seed = parse_u64("noise-seed", get(args, "noise-seed"));
   }
-  if (rows.size() * cols.size() > 100000) fail(ErrorKind::invalid_argument, "--rows x --cols is too many images");
+  if (rows.size() * cols.size() > 100000)
+    fail(ErrorKind::invalid_argument, "--rows x --cols is too many images (", rows.size() * cols.size(),
+         "; at most 100,000)");
   const OutputFormat fmt = parse_format(get(args, "format"));
   const bool quiet = has(args, "quiet");
   const GeneratorOptions gen_options = generator_options(args);

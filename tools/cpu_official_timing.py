@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """The official generator on the CPU beside `sg2 bench --device cpu` (docs/performance.md section 6):
-shared/tools/cpu_official.py with repeats and process CPU seconds. Times NVlabs stylegan3's
+tools/cpu_official.py with repeats and process CPU seconds. Times NVlabs stylegan3's
 networks_stylegan2 generator (force_fp32, const noise) on N seeds in one batch, R times after one
 untimed image; prints each run's wall and process-CPU seconds per image, then the medians.
    python3 tools/cpu_official_timing.py --sg3 STYLEGAN3_CHECKOUT --network paper256.pkl --n 4 --threads 2 --reps 3
-(needs torch: Debian's python3-torch; a random pickle: shared/tools/e2e_official.py --res 256 --cbase 16384)"""
+(needs torch: Debian's python3-torch; a random pickle: tools/e2e_official.py --res 256 --cbase 16384)"""
 import argparse, sys, time, statistics
 import numpy as np
 ap = argparse.ArgumentParser(); ap.add_argument('--sg3', required=True); ap.add_argument('--network', required=True)

@@ -23,6 +23,7 @@ std::string errno_text() { return std::strerror(errno); }
 }  // namespace
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
+  if (path.empty()) fail(ErrorKind::io, "cannot open a file with an empty name");
   // O_NONBLOCK: opening a FIFO with no writer must not hang; only regular files are read.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail(ErrorKind::io, path, ": cannot open: ", errno_text());
@@ -84,32 +85,60 @@ void write_all(std::FILE* f, const void* data, size_t size, const std::string& p
 
 // --- temporary files and the interrupt cleanup (sg2/interrupt.h) ---------------------------
 //
-// A fixed table of the temporary files being written, readable from a signal handler: a slot's
-// state goes 0 (free) -> 1 (being filled) -> 2 (live) -> 0; the handler unlinks the live ones.
+// A fixed table of the temporary files being written, readable from a signal handler. A slot's
+// state goes 0 (free) -> 1 (path being stored) -> 3 (the file is being created) -> 2 (live) -> 0.
+// The interrupt handler first sets g_closing, so that no thread starts creating a temporary file
+// any more, waits (bounded) for the creations under way, and unlinks the live ones; a thread that
+// registers after g_closing waits for the end of the process. seq_cst on both sides: a thread that
+// did not see g_closing is seen by the handler in state 3 or 2.
 
 namespace {
 
-constexpr int kTempSlots = 64;
+constexpr int kTempSlots = 1024;
 constexpr size_t kTempPathMax = 4096;
 struct TempSlot {
   std::atomic<int> state{0};
   char path[kTempPathMax];
 };
 TempSlot g_temp_slots[kTempSlots];
+std::atomic<int> g_closing{0};
+std::atomic<int> g_child_pid{0};
+
+void wait_for_the_end() {
+  for (;;) ::pause();  // the interrupt handler re-raises its signal: the process ends
+}
+
+void sleep_ms(long ms) {
+  struct timespec ts {
+    0, ms * 1000000L
+  };
+  ::nanosleep(&ts, nullptr);
+}
 
 }  // namespace
 
 int register_temp(const std::string& tmp) {
-  if (tmp.size() >= kTempPathMax) return -1;
-  for (int i = 0; i < kTempSlots; ++i) {
-    int expected = 0;
-    if (g_temp_slots[i].state.compare_exchange_strong(expected, 1)) {
-      std::memcpy(g_temp_slots[i].path, tmp.c_str(), tmp.size() + 1);
-      g_temp_slots[i].state.store(2);
-      return i;
+  if (tmp.size() >= kTempPathMax)
+    fail(ErrorKind::io, tmp, ": cannot write: the path is longer than ", kTempPathMax - 1, " bytes");
+  for (int round = 0;; ++round) {
+    for (int i = 0; i < kTempSlots; ++i) {
+      int expected = 0;
+      if (g_temp_slots[i].state.compare_exchange_strong(expected, 1)) {
+        std::memcpy(g_temp_slots[i].path, tmp.c_str(), tmp.size() + 1);
+        g_temp_slots[i].state.store(3);
+        if (g_closing.load() != 0) {  // the process is ending: create nothing more
+          g_temp_slots[i].state.store(0);
+          wait_for_the_end();
+        }
+        return i;
+      }
     }
+    sleep_ms(1);  // all slots taken (more than 1,024 files at once): wait for one
   }
-  return -1;  // more than 64 at once: not removed on an interrupt (still removed on errors)
+}
+
+void temp_created(int slot) {
+  if (slot >= 0) g_temp_slots[slot].state.store(2);
 }
 
 void unregister_temp(int slot) {
@@ -119,20 +148,67 @@ void unregister_temp(int slot) {
 namespace {
 
 void sg2_interrupt_handler(int sig) {
+  g_closing.store(1);
+  const pid_t child = g_child_pid.load();
+  if (child > 0) ::kill(child, SIGTERM);
   sg2::remove_temporary_files();
   std::signal(sig, SIG_DFL);
   std::raise(sig);
 }
 
+void check_replaceable(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return;  // absent (or unreachable: the open below says why)
+  if (S_ISREG(st.st_mode)) return;
+  const char* what = S_ISDIR(st.st_mode)    ? "a directory"
+                     : S_ISLNK(st.st_mode)  ? "a symbolic link"
+                     : S_ISFIFO(st.st_mode) ? "a FIFO"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                                            : "a device";
+  fail(ErrorKind::io, path, ": cannot write: it exists and is ", what,
+       ", not a regular file (sg2 replaces only regular files; remove it or choose another name)");
+}
+
 }  // namespace
 
-TempFile::TempFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
-  slot_ = register_temp(tmp_);  // before the file exists: an interrupt from here on removes it
-  f_ = std::fopen(tmp_.c_str(), "wb");
-  if (f_ == nullptr) {
-    const std::string why = errno_text();
+void check_output_path(const std::string& path) { check_replaceable(path); }
+
+TempFile::TempFile(std::string path) : path_(std::move(path)) {
+  check_replaceable(path_);
+  std::string base = path_ + ".tmp." + std::to_string(::getpid());
+  bool short_name = false;
+  for (int attempt = 0;; ++attempt) {
+    static std::atomic<uint64_t> short_names{0};
+    tmp_ = short_name ? base + "." + std::to_string(short_names++)
+                      : (attempt == 0 ? base : base + "." + std::to_string(attempt));
+    slot_ = register_temp(tmp_);  // before the file exists: an interrupt from here on removes it
+    // A new file only (O_EXCL), never through a link (O_NOFOLLOW): a name planted beside the
+    // output (a symbolic link to another file, a FIFO, a stale temporary) is never written through.
+    const int fd = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    const int err = errno;
+    if (fd >= 0) {
+      temp_created(slot_);
+      f_ = ::fdopen(fd, "wb");
+      if (f_ != nullptr) return;
+      const std::string why = errno_text();
+      ::close(fd);
+      ::unlink(tmp_.c_str());
+      unregister_temp(slot_);
+      fail(ErrorKind::io, path_, ": cannot write: ", why);
+    }
     unregister_temp(slot_);
-    fail(ErrorKind::io, path_, ": cannot write: ", why);
+    slot_ = -1;
+    if ((err == EEXIST || err == ELOOP) && attempt < 16) continue;
+    if (err == ENAMETOOLONG && !short_name) {
+      // a name near the file system's 255-byte limit: a short temporary name in the same folder
+      const size_t slash = path_.rfind('/');
+      base = (slash == std::string::npos ? std::string() : path_.substr(0, slash + 1)) + ".sg2-" +
+             std::to_string(::getpid()) + ".tmp";
+      short_name = true;
+      attempt = -1;
+      continue;
+    }
+    fail(ErrorKind::io, path_, ": cannot write: ", std::strerror(err));
   }
 }
 
@@ -156,6 +232,7 @@ void TempFile::commit() {
     slot_ = -1;
     fail(ErrorKind::io, path_, ": write failed: ", why);
   }
+  check_replaceable(path_);  // nothing but a regular file is replaced, also when it appeared meanwhile
   if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
     const std::string why = errno_text();
     std::remove(tmp_.c_str());
@@ -381,9 +458,29 @@ uint16_t float_to_half(float f) {
 namespace sg2 {
 
 void remove_temporary_files() noexcept {
-  for (auto& slot : detail::g_temp_slots)
-    if (slot.state.load() == 2) ::unlink(slot.path);
+  // Creations under way (state 3) end within microseconds on other threads; when this handler
+  // interrupted the creating thread itself, its open() has either happened or never will: after
+  // the bounded wait, the name is unlinked either way.
+  int waited_ms = 0;
+  for (auto& slot : detail::g_temp_slots) {
+    while (slot.state.load() == 3 && waited_ms < 2000) {
+      detail::sleep_ms(1);
+      ++waited_ms;
+    }
+    const int st = slot.state.load();
+    if (st == 2 || st == 3) ::unlink(slot.path);
+  }
 }
+
+int register_temporary_file(const std::string& path) {
+  const int slot = detail::register_temp(path);
+  detail::temp_created(slot);
+  return slot;
+}
+
+void unregister_temporary_file(int handle) noexcept { detail::unregister_temp(handle); }
+
+void set_child_process(int pid) noexcept { detail::g_child_pid.store(pid); }
 
 void install_interrupt_cleanup() {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) {

@@ -33,12 +33,14 @@ class MappedFile {
 /// Reads a whole file. Throws Error(io) naming `path`.
 std::vector<uint8_t> read_file(const std::string& path);
 
-/// A temporary file beside `path` ("<path>.tmp.<pid>"), for an atomic write: opened for writing
-/// on construction and registered with the interrupt cleanup (sg2/interrupt.h) until it is
+/// A temporary file beside `path` ("<path>.tmp.<pid>", or "<path>.tmp.<pid>.<n>" when that name
+/// is taken), for an atomic write: created new (O_EXCL, O_NOFOLLOW: never written through a link
+/// or into an existing file) on construction and registered with the interrupt cleanup (sg2/interrupt.h) until it is
 /// renamed onto `path` by commit() or removed by the destructor. Move-only.
 class TempFile {
  public:
-  /// Throws Error(io) "<path>: cannot write: reason".
+  /// Throws Error(io) "<path>: cannot write: reason", also when `path` exists and is not a
+  /// regular file (check_output_path).
   explicit TempFile(std::string path);
   ~TempFile();
   TempFile(const TempFile&) = delete;
@@ -54,15 +56,26 @@ class TempFile {
  private:
   std::string path_, tmp_;
   std::FILE* f_ = nullptr;
-  int slot_ = -1;  // index in the interrupt cleanup's table, -1 when the table was full
+  int slot_ = -1;  // index in the interrupt cleanup's table, -1 once the file is renamed or removed
 };
 
 /// Registers a temporary file with the interrupt cleanup (sg2/interrupt.h: SIGINT, SIGTERM and
-/// SIGHUP unlink it) before it is created; returns the slot for unregister_temp, or -1 when 64 are
-/// registered already (the file is then only removed by its owner). Thread-safe.
+/// SIGHUP unlink it) before it is created; returns the slot for temp_created and unregister_temp.
+/// Waits while 1,024 are registered; once an interrupt is being handled it waits for the end of
+/// the process instead of returning. Throws Error(io) for a path of 4,096 bytes or more.
+/// Thread-safe.
 int register_temp(const std::string& temp_path);
+/// The file of `slot` now exists (call right after creating it; the interrupt cleanup waits, at
+/// most 2 s in all, for registered files still being created).
+void temp_created(int slot);
 /// The file of `slot` was renamed or removed by its owner (-1 is ignored).
 void unregister_temp(int slot);
+
+/// Throws Error(io) "<path>: cannot write: it exists and is a directory (a symbolic link, a FIFO,
+/// a socket, a device), not a regular file ..." when `path` exists and is not a regular file
+/// (checked with lstat: a link is not followed). Every atomic write checks its destination so
+/// before it starts and again before the rename.
+void check_output_path(const std::string& path);
 
 /// Writes a file atomically: `write` fills a TempFile, which is flushed and renamed onto `path`;
 /// on any failure the temporary is removed and the error is rethrown (Error(io) for write

@@ -1,6 +1,8 @@
 // sg2 internal: safe text for messages (text_util.h).
 #include "util/text_util.h"
 
+#include "sg2/error.h"
+
 namespace sg2::detail {
 
 std::string printable(std::string_view text, size_t max_len) {
@@ -32,3 +34,9 @@ std::string name_list(const std::vector<std::string>& items, size_t max_items, s
 }
 
 }  // namespace sg2::detail
+
+namespace sg2 {
+
+std::string printable_text(std::string_view text, size_t max_len) { return detail::printable(text, max_len); }
+
+}  // namespace sg2

@@ -43,6 +43,12 @@ class Backend {
 };
 
 /// The synchronous host pipe over backend.synthesize() (batch_pipe.h).
+/// Throws Error(invalid_argument) when a synthesized batch `img` ([N, C, H, W] float32) holds a
+/// NaN or an infinite value: "the synthesis of sample K gave NaN or infinite pixels ...", K counted
+/// from `first_sample`. Such pixels come from latents far outside what the mapping network outputs
+/// (a huge truncation psi, or given ws); the official code writes them as 0 without a word.
+void require_finite_images(const Tensor& img, int64_t first_sample = 0);
+
 std::unique_ptr<BatchPipe> make_host_pipe(Backend& backend, const ModelConfig& cfg, int batch, PipeOutputs out,
                                           int slots);
 

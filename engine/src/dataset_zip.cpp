@@ -160,14 +160,16 @@ DatasetZip::DatasetZip(const std::string& path) : impl_(std::make_unique<Impl>()
   if (!ends_with_zip(path))
     fail(ErrorKind::invalid_argument, printable(path),
          ": a dataset archive's name must end in .zip (the training code requires it)");
+  detail::check_output_path(path);  // an existing directory or link fails now, not after the whole run
   z.tmp = path + ".tmp." + std::to_string(::getpid());
   z.slot = detail::register_temp(z.tmp);  // before the file exists: an interrupt from here on removes it
-  z.fd = ::open(z.tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  z.fd = ::open(z.tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (z.fd < 0) {
     const int e = errno;
     detail::unregister_temp(z.slot);
     fail(ErrorKind::io, printable(path), ": cannot create ", printable(z.tmp), ": ", std::strerror(e));
   }
+  detail::temp_created(z.slot);
   z.state = Impl::State::open;
   z.mtime = std::time(nullptr);
   z.a = archive_write_new();
@@ -221,6 +223,12 @@ void DatasetZip::finish(const std::string& dataset_json) {
   const int fd = z.fd;
   z.fd = -1;
   if (::close(fd) != 0) z.fail_write(std::strerror(errno));
+  try {
+    detail::check_output_path(z.path);
+  } catch (...) {
+    z.discard();
+    throw;
+  }
   if (std::rename(z.tmp.c_str(), z.path.c_str()) != 0) {
     const int e = errno;
     z.discard();

@@ -271,6 +271,7 @@ Tensor Generator::synthesize(const Tensor& ws, const NoiseSpec& noise) {
     impl_->progress_base = double(b) / double(N);
     impl_->progress_span = double(e - b) / double(N);
     parts.push_back(impl_->backend->synthesize(ws.slice0(b, e), part, b == 0 ? impl_->dump_dir : std::string()));
+    require_finite_images(parts.back(), b);
   }
   if (parts.empty()) return Tensor({0, cfg.img_channels, cfg.img_resolution, cfg.img_resolution});
   return concat0(parts);
@@ -354,7 +355,7 @@ std::vector<uint32_t> parse_seeds(const std::string& text) {
       uint32_t a = parse_one(tok.substr(0, dash), tok), b = parse_one(tok.substr(dash + 1), tok);
       if (b < a) fail(ErrorKind::invalid_argument, "bad seed range '", tok, "': the end is below the start");
       if (uint64_t(b) - a + seeds.size() > 10000000ull)
-        fail(ErrorKind::invalid_argument, "seed range '", tok, "' is too long");
+        fail(ErrorKind::invalid_argument, "seed range '", tok, "' is too long (at most 10,000,000 seeds in all)");
       for (uint64_t s = a; s <= b; ++s) seeds.push_back(static_cast<uint32_t>(s));
     } else {
       seeds.push_back(parse_one(tok, tok));

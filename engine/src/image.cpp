@@ -7,10 +7,23 @@
 #include <cmath>
 #include <cstring>
 
+#include "backend.h"
 #include "sg2/error.h"
 #include "util/file_util.h"
 
 namespace sg2 {
+
+void require_finite_images(const Tensor& img, int64_t first_sample) {
+  if (img.ndim() != 4 || img.dim(0) == 0) return;
+  const int64_t per = img.numel() / img.dim(0);
+  const float* p = img.data();
+  for (int64_t i = 0; i < img.numel(); ++i)
+    if (!std::isfinite(p[i]))
+      fail(ErrorKind::invalid_argument, "the synthesis of ",
+           first_sample < 0 ? std::string("a sample") : "sample " + std::to_string(first_sample + i / per),
+           " gave NaN or infinite pixels: its latents (ws) are far outside the range the mapping network produces "
+           "(a very large truncation psi, or ws from elsewhere)");
+}
 
 Image8 to_image8(const Tensor& img, int64_t n) {
   if (img.ndim() != 4) fail(ErrorKind::invalid_argument, "to_image8: expected [N, C, H, W], got ", img.shape_str());

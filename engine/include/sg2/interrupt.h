@@ -8,6 +8,8 @@
 // whole and are kept.
 #pragma once
 
+#include <string>
+
 #include "sg2/export.h"
 
 SG2_PUBLIC_BEGIN
@@ -21,8 +23,21 @@ namespace sg2 {
 void install_interrupt_cleanup();
 
 /// Removes every temporary file sg2 is writing now (unlink only: async-signal-safe, for use in
-/// a signal handler). The writes themselves then fail if they go on.
+/// a signal handler; it waits at most 2 s in all for files other threads are creating at that
+/// moment). The writes themselves then fail if they go on.
 void remove_temporary_files() noexcept;
+
+/// Registers a temporary file that the program creates itself (sg2 interpolate: the video that
+/// ffmpeg writes), so that the interrupt cleanup removes it too. Returns a handle for
+/// unregister_temporary_file; waits while 1,024 files are registered. Thread-safe. Throws
+/// sg2::Error(io) for a path of 4,096 bytes or more.
+int register_temporary_file(const std::string& path);
+/// The file of `handle` was renamed or removed by the program (-1 is ignored).
+void unregister_temporary_file(int handle) noexcept;
+
+/// A child process (pid > 0; 0 for none) that the interrupt handler of install_interrupt_cleanup
+/// ends with SIGTERM before the program ends, so that an interrupted run leaves no orphan behind.
+void set_child_process(int pid) noexcept;
 
 }  // namespace sg2
 SG2_PUBLIC_END

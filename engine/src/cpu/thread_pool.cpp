@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sg2/error.h"
+#include "util/text_util.h"
 
 namespace sg2::cpu {
 
@@ -28,9 +29,13 @@ int resolve_threads(int requested) {
   if (requested > 0) return requested;
   if (const char* env = std::getenv("SG2_CPU_THREADS")) {
     const std::string s(env);
-    if (!s.empty() && s.size() <= 4 && s.find_first_not_of("0123456789") == std::string::npos) {
-      const int n = std::stoi(s);
-      if (n >= 1 && n <= kMax) return n;
+    if (!s.empty()) {  // unset or empty: every core
+      if (s.size() <= 4 && s.find_first_not_of("0123456789") == std::string::npos) {
+        const int n = std::stoi(s);
+        if (n >= 1 && n <= kMax) return n;
+      }
+      fail(ErrorKind::invalid_argument, "SG2_CPU_THREADS='", detail::printable(s), "' is not a thread count in [1, ",
+           kMax, "] (unset it for every core)");
     }
   }
   return available_cores();
