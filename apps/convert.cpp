@@ -125,6 +125,9 @@ int run_convert(int argc, char** argv) {
   }
   for (const auto* list : {&res.report.warnings, &res.report.config_warnings})
     for (const std::string& w : *list) std::cerr << "sg2 convert: warning: " << w << "\n";
+  if (!res.report.w_avg_missing && (args.count("w-avg-samples") || args.count("w-avg-seed")))
+    std::cerr << "sg2 convert: note: --w-avg-samples and --w-avg-seed were not used: the checkpoint stores its own "
+                 "w_avg, which is kept\n";
   sg2::save_model_file(out, res.model);
   if (!args.count("quiet")) {
     const sg2::ModelConfig& c = res.model.config;

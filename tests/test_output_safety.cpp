@@ -263,3 +263,16 @@ TEST(UserMistakes, ABadThreadCountAndAnUnknownCommandAreOneLineErrors) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
 }
+
+TEST(UserMistakes, WAvgSamplesOnACheckpointWithItsOwnWAvgGetANote) {
+  const std::string dir = temp_dir("wavg_note");
+  CliResult r = run_cli({"convert", source_path("tests/data/checkpoints/ada_base16.pkl"), dir + "/m.safetensors",
+                         "--w-avg-samples", "5", "-q"});
+  EXPECT_EQ(r.status, 0) << describe(r);
+  EXPECT_NE(r.err.find("note: --w-avg-samples and --w-avg-seed were not used: the checkpoint stores its own w_avg"),
+            std::string::npos)
+      << r.err;
+  r = run_cli({"convert", source_path("tests/data/checkpoints/ada_base16.pkl"), dir + "/n.safetensors", "-q"});
+  EXPECT_EQ(r.status, 0) << describe(r);
+  EXPECT_EQ(r.err.find("note:"), std::string::npos) << r.err;
+}
