@@ -22,6 +22,7 @@
 #include "sg2/error.h"
 #include "sg2/interrupt.h"
 #include "sg2/npy.h"
+#include "sg2/text.h"
 
 extern char** environ;
 
@@ -41,7 +42,7 @@ cxxopts::ParseResult parse(cxxopts::Options& opts, int argc, char** argv) {
   try {
     cxxopts::ParseResult r = opts.parse(argc, argv);
     if (!r.unmatched().empty())
-      fail(ErrorKind::invalid_argument, "unexpected argument '", printable_text(r.unmatched().front()), "' (see ", cmd,
+      fail(ErrorKind::invalid_argument, "unexpected argument '", printable(r.unmatched().front()), "' (see ", cmd,
            " --help)");
     return r;
   } catch (const cxxopts::exceptions::exception& e) {
@@ -49,7 +50,7 @@ cxxopts::ParseResult parse(cxxopts::Options& opts, int argc, char** argv) {
     std::string what = e.what();
     for (const char* q : {"\xe2\x80\x98", "\xe2\x80\x99"})
       for (size_t p = what.find(q); p != std::string::npos; p = what.find(q)) what.replace(p, 3, "'");
-    fail(ErrorKind::invalid_argument, printable_text(what, 200), " (see ", cmd, " --help)");
+    fail(ErrorKind::invalid_argument, printable(what, 200), " (see ", cmd, " --help)");
   }
 }
 

@@ -2,11 +2,13 @@
 // (walked with their subfolders).
 //
 // Exact equality unless thresholds are given; with thresholds every given one must hold. PNGs are
-// decoded by libpng (sg2::PngReader: CRCs, palette indices) at their own bit depth, row by row,
-// and refused above --max-pixels before any image data is decompressed. One line per file on
-// stdout (PASS/FAIL, max |diff|, mean |diff|, PSNR, differing values) and a summary that says
-// what a folder walk included and ignored; exit status 0 only when every file passes, 1 when any
-// fails, 2 on a usage error.
+// decoded by libpng (sg2::PngReader: CRCs, palette indices, no extra image data) at their own bit
+// depth, row by row, and refused above --max-pixels before any image data is decompressed. .npy
+// float arrays (float16/32/64) are compared in double, uint8 arrays in levels as 8-bit PNGs. Equal
+// values, equal infinities and NaN against NaN count as equal. One line per file on stdout
+// (PASS/FAIL, max |diff|, mean |diff|, PSNR, differing values) and a summary that says what a
+// folder walk included and ignored; every file name and path printed is escaped (sg2::printable).
+// Exit status 0 only when every file passes, 1 when any fails, 2 on a usage error.
 #include <dirent.h>
 #include <errno.h>
 #include <sys/stat.h>
@@ -26,6 +28,7 @@
 #include "sg2/error.h"
 #include "sg2/image.h"
 #include "sg2/npy.h"
+#include "sg2/text.h"
 
 namespace sg2::cli {
 namespace {
@@ -43,6 +46,24 @@ Kind kind_of(const std::string& path) {
   if (ends(".png")) return Kind::png;
   if (ends(".npy")) return Kind::npy;
   return Kind::other;
+}
+
+/// A file or folder name as printed: escaped (a name may hold terminal escapes or newlines), never
+/// cut short.
+std::string shown(const std::string& path) { return printable(path, 4096); }
+
+/// An error's message with every raw occurrence of `paths` (the library names files as given)
+/// replaced by its escaped form.
+std::string with_paths_shown(std::string message, std::vector<std::string> paths) {
+  std::sort(paths.begin(), paths.end(), [](const std::string& x, const std::string& y) { return x.size() > y.size(); });
+  for (const std::string& p : paths) {
+    if (p.empty()) continue;
+    const std::string esc = shown(p);
+    for (size_t at = message.find(p); at != std::string::npos; at = message.find(p, at + esc.size())) {
+      message.replace(at, p.size(), esc);
+    }
+  }
+  return message;
 }
 
 bool is_dir(const std::string& p) {
@@ -66,12 +87,18 @@ std::string fmt_num(double v) {
   return buf;
 }
 
-/// Statistics of |a - b|, accumulated value by value (PNGs arrive row by row).
+/// Statistics of |a - b|, accumulated value by value (PNGs arrive row by row). Equal values, equal
+/// infinities and two NaNs (whatever their payloads) count as equal (|diff| 0); any other pair with
+/// a NaN or an infinity differs by infinity.
 struct DiffStats {
   double max_abs = 0, sum = 0, sq = 0;
   int64_t differing = 0, n = 0;
-  void add(double d) {
-    if (std::isnan(d)) d = std::numeric_limits<double>::infinity();
+  void add(double x, double y) {
+    double d = 0;
+    if (!(x == y || (std::isnan(x) && std::isnan(y)))) {
+      d = std::fabs(x - y);
+      if (std::isnan(d)) d = std::numeric_limits<double>::infinity();
+    }
     if (d != 0) ++differing;
     max_abs = std::max(max_abs, d);
     sum += d;
@@ -80,8 +107,8 @@ struct DiffStats {
   }
 };
 
-/// The verdict and its line; peak is the signal range for PSNR (255 or 65535 for PNG levels, 2
-/// for [-1, 1] float images).
+/// The verdict and its line; peak is the signal range for PSNR (255 or 65535 for PNG levels and
+/// 255 for uint8 arrays, 2 for [-1, 1] float images).
 Result judge(const DiffStats& s, double peak, const std::string& unit, const Thresholds& th) {
   const double mean = s.n > 0 ? s.sum / double(s.n) : 0.0;
   const double mse = s.n > 0 ? s.sq / double(s.n) : 0.0;
@@ -108,9 +135,9 @@ Result compare_pngs(const std::string& a, const std::string& b, const Thresholds
   for (const PngReader* r : {&x, &y}) {
     const int64_t pixels = int64_t(r->width()) * r->height();
     if (pixels > max_pixels)
-      return {false, (r == &x ? a : b) + ": " + std::to_string(r->width()) + "x" + std::to_string(r->height()) + " (" +
-                         std::to_string(pixels) + " pixels) is more than --max-pixels " + std::to_string(max_pixels) +
-                         "; raise --max-pixels to compare it"};
+      return {false, shown(r == &x ? a : b) + ": " + std::to_string(r->width()) + "x" + std::to_string(r->height()) +
+                         " (" + std::to_string(pixels) + " pixels) is more than --max-pixels " +
+                         std::to_string(max_pixels) + "; raise --max-pixels to compare it"};
   }
   if (x.width() != y.width() || x.height() != y.height() || x.channels() != y.channels())
     return {false, "shape mismatch: " + std::to_string(x.width()) + "x" + std::to_string(x.height()) + "x" +
@@ -123,7 +150,7 @@ Result compare_pngs(const std::string& a, const std::string& b, const Thresholds
   for (int row = 0; row < x.height(); ++row) {
     const std::vector<uint16_t>& rx = x.next_row();
     const std::vector<uint16_t>& ry = y.next_row();
-    for (size_t i = 0; i < rx.size(); ++i) s.add(std::fabs(double(rx[i]) - double(ry[i])));
+    for (size_t i = 0; i < rx.size(); ++i) s.add(double(rx[i]), double(ry[i]));
   }
   x.finish();  // the chunks after the image data are checked too: a verdict needs whole files
   y.finish();
@@ -131,19 +158,47 @@ Result compare_pngs(const std::string& a, const std::string& b, const Thresholds
   return judge(s, wide ? 65535.0 : 255.0, wide ? " levels (16-bit)" : " levels", th);
 }
 
+bool is_uint8(const NpyArray& x) { return x.dtype.size() == 3 && x.dtype[1] == 'u' && x.dtype[2] == '1'; }
+
+/// Two .npy arrays: float16/32/64 in double (a float32 against a float64 is widened, never the
+/// float64 narrowed), uint8 exactly in levels (as 8-bit PNGs: PSNR peak 255). A uint8 array
+/// against a float one is refused: levels 0-255 and [-1, 1] values are not one scale.
+Result compare_npys(const std::string& a, const std::string& b, const Thresholds& th) {
+  const NpyArray x = read_npy(a), y = read_npy(b);
+  // Every dtype is checked before the shapes (two empty arrays of an unsupported dtype fail too).
+  npy_values_f64(x, 0, 0, nullptr, a);
+  npy_values_f64(y, 0, 0, nullptr, b);
+  const bool u8 = is_uint8(x);
+  if (u8 != is_uint8(y)) {
+    auto kind = [](const NpyArray& v) {
+      return std::string(is_uint8(v) ? "a uint8 array (" : "a float array (") + printable(v.dtype, 24) + ")";
+    };
+    return {false, "cannot compare " + kind(x) + " with " + kind(y) +
+                       ": uint8 values are levels 0-255, float values are compared as they are; convert one side"};
+  }
+  if (x.shape != y.shape)
+    return {false, "shape mismatch: " + shape_to_string(x.shape) + " vs " + shape_to_string(y.shape)};
+  const size_t n = size_t(Tensor::numel_of(x.shape));
+  constexpr size_t kChunk = 4096;
+  std::vector<double> vx(std::min(n, kChunk)), vy(vx.size());
+  DiffStats s;
+  for (size_t first = 0; first < n; first += kChunk) {
+    const size_t count = std::min(kChunk, n - first);
+    npy_values_f64(x, first, count, vx.data(), a);
+    npy_values_f64(y, first, count, vy.data(), b);
+    for (size_t i = 0; i < count; ++i) s.add(vx[i], vy[i]);
+  }
+  return u8 ? judge(s, 255.0, " levels", th) : judge(s, 2.0, "", th);
+}
+
 Result compare_files(const std::string& a, const std::string& b, const Thresholds& th, int64_t max_pixels) {
   const Kind ka = kind_of(a), kb = kind_of(b);
   if (ka != kb || ka == Kind::other)
-    return {false, "cannot compare " + a + " with " + b + ": both must be .png or both .npy"};
+    return {false, "cannot compare " + shown(a) + " with " + shown(b) + ": both must be .png or both .npy"};
   try {
-    if (ka == Kind::png) return compare_pngs(a, b, th, max_pixels);
-    const Tensor x = read_npy_tensor(a), y = read_npy_tensor(b);
-    if (x.shape() != y.shape()) return {false, "shape mismatch: " + x.shape_str() + " vs " + y.shape_str()};
-    DiffStats s;
-    for (int64_t i = 0; i < x.numel(); ++i) s.add(std::fabs(double(x[i]) - double(y[i])));
-    return judge(s, 2.0, "", th);
+    return ka == Kind::png ? compare_pngs(a, b, th, max_pixels) : compare_npys(a, b, th);
   } catch (const Error& e) {
-    return {false, e.what()};
+    return {false, with_paths_shown(e.what(), {a, b})};
   }
 }
 
@@ -158,7 +213,7 @@ struct Listing {
 void list_dir(const std::string& root, const std::string& rel, int depth, Listing& out) {
   const std::string dir = rel.empty() ? root : root + "/" + rel;
   DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) fail(ErrorKind::io, "cannot read folder ", dir, ": ", std::strerror(errno));
+  if (d == nullptr) fail(ErrorKind::io, "cannot read folder ", shown(dir), ": ", std::strerror(errno));
   std::vector<std::string> names;
   while (dirent* ent = ::readdir(d)) {
     const std::string name = ent->d_name;
@@ -179,7 +234,7 @@ void list_dir(const std::string& root, const std::string& rel, int depth, Listin
       if (link) {
         ++out.linked_folders;
       } else {
-        if (depth >= 32) fail(ErrorKind::invalid_argument, "folders nested more than 32 deep at ", full);
+        if (depth >= 32) fail(ErrorKind::invalid_argument, "folders nested more than 32 deep at ", shown(full));
         ++out.subfolders;
         list_dir(root, r, depth + 1, out);
       }
@@ -194,14 +249,19 @@ void list_dir(const std::string& root, const std::string& rel, int depth, Listin
 int run_compare(int argc, char** argv) {
   cxxopts::Options opts = make_options(
       "compare",
-      "Compares two images (.png, in levels of their bit depth: 8 or 16 bits), two .npy arrays (float), or two "
-      "folders with their subfolders (files paired by relative path; .png and .npy files are compared, a file on one "
-      "side only fails; symbolic links to folders are not followed). Without thresholds the values must be "
-      "identical; with thresholds every given one must hold. PSNR = 10 log10(peak^2 / MSE) with peak 255 (65535 for "
-      "16-bit) for PNG and 2 for .npy (the [-1, 1] image range: 10 log10(4 / MSE)). PNGs are decoded with libpng: a "
-      "bad CRC, a broken image stream or a palette index beyond the palette fails the pair. Exit status: 0 when "
-      "every file passes, 1 otherwise, 2 on a usage error.");
-  opts.add_options()("max-abs", "largest allowed |a - b| (PNG: levels of the file's bit depth, npy: values)",
+      "Compares two images (.png, in levels of their bit depth: 8 or 16 bits), two .npy arrays (float16/32/64 "
+      "compared in double, a float32 against a float64 widened; or uint8, such as --format u8npy, in levels as 8-bit "
+      "PNGs; a uint8 array against a float one fails), or two folders with their subfolders (files paired by "
+      "relative path; .png and .npy files are compared, a file on one side only fails; symbolic links to folders are "
+      "not followed). Without thresholds the values must be identical; with thresholds every given one must hold. "
+      "Equal values, equal infinities and NaN against NaN count as equal (|diff| 0); NaN against anything else, or an "
+      "infinity against another value, differs by inf. PSNR = 10 log10(peak^2 / MSE) with peak 255 (65535 for "
+      "16-bit) for PNG and uint8 .npy, and 2 for float .npy (the [-1, 1] image range: 10 log10(4 / MSE)). PNGs are "
+      "decoded with libpng: a bad CRC, a broken image stream, extra image data or a palette index beyond the palette "
+      "fails the pair. File names are printed escaped (a control byte, a backslash or a non-ASCII byte as \\xNN). "
+      "Exit status: 0 when every file passes, 1 otherwise, 2 on a usage error.");
+  opts.add_options()("max-abs",
+                     "largest allowed |a - b| (PNG: levels of the file's bit depth, npy: values; uint8 npy: levels)",
                      cxxopts::value<std::string>(), "X")(
       "max-pixels",
       "largest PNG compared, in pixels (default 67108864 = 8192x8192); larger files fail before they are "
@@ -232,11 +292,12 @@ int run_compare(int argc, char** argv) {
   const std::string& b = paths[1];
   for (const std::string& p : paths) {
     struct stat st {};
-    if (::stat(p.c_str(), &st) != 0) fail(ErrorKind::io, p, ": no such file or folder");
+    if (::stat(p.c_str(), &st) != 0) fail(ErrorKind::io, shown(p), ": no such file or folder");
   }
   // name -> result
   std::vector<std::pair<std::string, Result>> results;
-  if (is_dir(a) != is_dir(b)) fail(ErrorKind::invalid_argument, "cannot compare a folder with a file: ", a, " vs ", b);
+  if (is_dir(a) != is_dir(b))
+    fail(ErrorKind::invalid_argument, "cannot compare a folder with a file: ", shown(a), " vs ", shown(b));
   Listing la, lb;
   if (is_dir(a)) {
     list_dir(a, "", 0, la);
@@ -246,22 +307,23 @@ int run_compare(int argc, char** argv) {
     std::set<std::string> all = na;
     all.insert(nb.begin(), nb.end());
     if (all.empty())
-      fail(ErrorKind::invalid_argument, "no .png or .npy files in ", a, " or ", b, " (or their subfolders)");
+      fail(ErrorKind::invalid_argument, "no .png or .npy files in ", shown(a), " or ", shown(b),
+           " (or their subfolders)");
     for (const std::string& name : all) {
       if (!na.count(name))
-        results.push_back({name, {false, "missing in " + a}});
+        results.push_back({name, {false, "missing in " + shown(a)}});
       else if (!nb.count(name))
-        results.push_back({name, {false, "missing in " + b}});
+        results.push_back({name, {false, "missing in " + shown(b)}});
       else
         results.push_back({name, compare_files(a + "/" + name, b + "/" + name, th, max_pixels)});
     }
   } else {
-    results.push_back({a + " vs " + b, compare_files(a, b, th, max_pixels)});
+    results.push_back({a + " vs " + b, compare_files(a, b, th, max_pixels)});  // (shown below)
   }
   int64_t failed = 0;
   for (const auto& [name, r] : results) {
     if (!r.pass) ++failed;
-    if (!quiet || !r.pass) std::cout << (r.pass ? "PASS " : "FAIL ") << name << ": " << r.detail << "\n";
+    if (!quiet || !r.pass) std::cout << (r.pass ? "PASS " : "FAIL ") << shown(name) << ": " << r.detail << "\n";
   }
   if (!quiet) {
     std::string rule = "identical values";

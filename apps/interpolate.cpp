@@ -17,6 +17,7 @@
 #include "sg2/error.h"
 #include "sg2/image.h"
 #include "sg2/interrupt.h"
+#include "sg2/text.h"
 
 namespace sg2::cli {
 namespace {
@@ -178,8 +179,8 @@ int run_interpolate(int argc, char** argv) {
         std::remove(tmp.c_str());
         unregister_temporary_file(tmp_handle);
         while (!log.empty() && (log.back() == '\n' || log.back() == '\r')) log.pop_back();
-        fail(ErrorKind::io, "ffmpeg failed (exit ", rc, "): ", printable_text(log, 300), " (the frames are in ",
-             out.path(), "; --no-video skips the video)");
+        fail(ErrorKind::io, "ffmpeg failed (exit ", rc, "): ", printable(log, 300), " (the frames are in ", out.path(),
+             "; --no-video skips the video)");
       }
       unregister_temporary_file(tmp_handle);
       video = "interpolation.mp4";

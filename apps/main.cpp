@@ -7,6 +7,7 @@
 #include "sg2/error.h"
 #include "sg2/interrupt.h"
 #include "sg2/model.h"
+#include "sg2/text.h"
 
 namespace {
 
@@ -35,8 +36,7 @@ int main(int argc, char** argv) {
       char* sub_argv[] = {argv[2], help_flag, nullptr};
       return sg2::cli::run_guarded(c, 2, sub_argv);
     }
-    std::cerr << "sg2 help: error: unknown command '" << sg2::printable_text(topic)
-              << "' (sg2 --help lists the commands)\n";
+    std::cerr << "sg2 help: error: unknown command '" << sg2::printable(topic) << "' (sg2 --help lists the commands)\n";
     return 2;
   }
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
@@ -50,6 +50,6 @@ int main(int argc, char** argv) {
   for (const sg2::cli::Command& c : sg2::cli::commands()) {
     if (cmd == c.name) return sg2::cli::run_guarded(c, argc - 1, argv + 1);
   }
-  std::cerr << "sg2: error: unknown command '" << sg2::printable_text(cmd) << "' (sg2 --help lists the commands)\n";
+  std::cerr << "sg2: error: unknown command '" << sg2::printable(cmd) << "' (sg2 --help lists the commands)\n";
   return 2;
 }

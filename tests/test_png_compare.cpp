@@ -8,11 +8,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
+#include <limits>
 
 #include "png_bytes.h"
 #include "sg2/error.h"
 #include "sg2/image.h"
+#include "sg2/npy.h"
 #include "sg2/random_model.h"
 #include "test_cli_run.h"
 #include "test_util.h"
@@ -355,4 +358,183 @@ TEST(Grid, GenerateRefusesHugeGridsAndStreamsLargeOnes) {
   const std::vector<uint16_t>& row0 = r.next_row();
   for (int x = 0; x < 32 * 3; ++x) ASSERT_EQ(row0[size_t(x)], cell.pixels[size_t(x)]) << x;
   for (size_t x = 32 * 3; x < row0.size(); ++x) ASSERT_EQ(row0[x], 0) << x;  // missing cells are black
+}
+
+// --- hostile-input review of sg2 compare ---------------------------------------------------
+
+namespace {
+
+/// A .npy file (version 1.0) of `descr` ("<f8", "|u1", ...) and `shape` ("(3,)", "(5, 0)") with
+/// the values' bytes as given.
+std::string npy_file(const std::string& descr, const std::string& shape, const std::string& payload) {
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+  header += '\n';
+  std::string f = std::string("\x93NUMPY\x01\x00", 8);
+  f += char(header.size() & 255);
+  f += char(header.size() >> 8);
+  return f + header + payload;
+}
+
+template <typename T>
+std::string npy_of(const std::string& descr, const std::vector<T>& values) {
+  std::string payload(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+  return npy_file(descr, "(" + std::to_string(values.size()) + ",)", payload);
+}
+
+}  // namespace
+
+TEST(CliCompare, Float64IsComparedInDoubleNotNarrowedToFloat32) {
+  const std::string dir = temp_dir("cmpf8");
+  put(dir + "/a.npy", npy_of<double>("<f8", {1.0, 0.5, -0.25}));
+  put(dir + "/b.npy", npy_of<double>("<f8", {1.0 + 1e-12, 0.5 + 1e-12, -0.25 + 1e-12}));
+  CliResult r = run_cli({"compare", dir + "/a.npy", dir + "/b.npy"});
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_NE(r.out.find("3 of 3 values differ"), std::string::npos) << r.out;
+  EXPECT_EQ(run_cli({"compare", dir + "/a.npy", dir + "/b.npy", "--max-abs", "1e-9"}).status, 0);
+  EXPECT_EQ(run_cli({"compare", dir + "/a.npy", dir + "/b.npy", "--max-abs", "1e-13"}).status, 1);
+  // float64 0.1 against float32 0.1: the float32 is widened, and they differ by about 1.49e-9.
+  put(dir + "/d.npy", npy_of<double>("<f8", {0.1}));
+  put(dir + "/f.npy", npy_of<float>("<f4", {0.1f}));
+  CliResult mixed = run_cli({"compare", dir + "/d.npy", dir + "/f.npy"});
+  EXPECT_EQ(mixed.status, 1) << describe(mixed);
+  EXPECT_NE(mixed.out.find("max|diff| 1.49012e-09"), std::string::npos) << mixed.out;
+  EXPECT_EQ(run_cli({"compare", dir + "/d.npy", dir + "/f.npy", "--max-abs", "1e-8"}).status, 0);
+  // The same float32 values in float32 and float64 files are identical.
+  put(dir + "/w.npy", npy_of<double>("<f8", {double(0.1f)}));
+  CliResult widened = run_cli({"compare", dir + "/w.npy", dir + "/f.npy"});
+  EXPECT_EQ(widened.status, 0) << describe(widened);
+}
+
+TEST(CliCompare, Uint8ArraysAreComparedAsLevels) {
+  const std::string dir = temp_dir("cmpu8");
+  // sg2's own --format u8npy output, compared with a copy of itself.
+  CliResult gen = run_cli({"generate", "--device", "cpu", "--seeds", "0-1", "--class", "0", "--format", "u8npy",
+                           "--outdir", dir + "/u1", "-q"});
+  ASSERT_EQ(gen.status, 0) << describe(gen);
+  ASSERT_EQ(std::system(("cp -r " + dir + "/u1 " + dir + "/u2").c_str()), 0);
+  CliResult same = run_cli({"compare", dir + "/u1", dir + "/u2"});
+  EXPECT_EQ(same.status, 0) << describe(same);
+  EXPECT_NE(same.out.find("2 of 2 files match (identical values)"), std::string::npos) << same.out;
+  EXPECT_NE(same.out.find("max|diff| 0 levels"), std::string::npos) << same.out;
+  // Levels as for 8-bit PNGs: |diff| in levels, PSNR with peak 255.
+  put(dir + "/a.npy", npy_of<uint8_t>("|u1", {0, 10, 200, 255}));
+  put(dir + "/b.npy", npy_of<uint8_t>("|u1", {0, 12, 200, 254}));
+  CliResult r = run_cli({"compare", dir + "/a.npy", dir + "/b.npy"});
+  EXPECT_EQ(r.status, 1) << describe(r);
+  // MSE (4 + 1) / 4 = 1.25: PSNR 10 log10(255^2 / 1.25) = 47.1617 dB.
+  EXPECT_NE(r.out.find("max|diff| 2 levels, mean|diff| 0.75, PSNR 47.1617 dB, 2 of 4 values differ"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(run_cli({"compare", dir + "/a.npy", dir + "/b.npy", "--max-abs", "2"}).status, 0);
+  EXPECT_EQ(run_cli({"compare", dir + "/a.npy", dir + "/b.npy", "--min-psnr", "47"}).status, 0);
+  EXPECT_EQ(run_cli({"compare", dir + "/a.npy", dir + "/b.npy", "--min-psnr", "48"}).status, 1);
+  // uint8 levels against float values: refused, saying why.
+  put(dir + "/f.npy", npy_of<float>("<f4", {0.0f, 10.0f, 200.0f, 255.0f}));
+  CliResult mixed = run_cli({"compare", dir + "/a.npy", dir + "/f.npy"});
+  EXPECT_EQ(mixed.status, 1) << describe(mixed);
+  EXPECT_NE(mixed.out.find("cannot compare a uint8 array (|u1) with a float array (<f4)"), std::string::npos)
+      << mixed.out;
+}
+
+TEST(CliCompare, FileNamesAndPathsAreEscaped) {
+  const std::string dir = temp_dir("cmpnames");
+  ASSERT_EQ(std::system(("mkdir -p " + dir + "/a " + dir + "/b").c_str()), 0);
+  Image8 im;
+  im.width = im.height = 2;
+  im.channels = 3;
+  im.pixels.assign(12, 7);
+  const std::string osc = "\033]0;PWNED\007.png";
+  const std::string forged = "x.png: ok\nPASS forged.png";
+  for (const char* side : {"/a/", "/b/"}) write_png(dir + side + osc, im);
+  write_png(dir + "/a/" + forged + ".png", im);
+  put(dir + "/a/bad\033[31m.png", "not a png");
+  put(dir + "/b/bad\033[31m.png", "not a png");
+  CliResult r = run_cli({"compare", dir + "/a", dir + "/b"});
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_EQ(r.out.find('\033'), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\007'), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\nPASS forged"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("PASS \\x1b]0;PWNED\\x07.png: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FAIL x.png: ok\\x0aPASS forged.png.png: missing in " + dir + "/b"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FAIL bad\\x1b[31m.png: " + dir + "/a/bad\\x1b[31m.png: not a PNG file"), std::string::npos)
+      << r.out;
+  // Every line is one of the file lines or the summary.
+  size_t lines = 0;
+  for (char c : r.out) lines += c == '\n';
+  EXPECT_EQ(lines, 4u) << r.out;
+  // Two files named on the command line, and the paths of a usage error.
+  CliResult two = run_cli({"compare", dir + "/a/" + osc, dir + "/b/" + osc});
+  EXPECT_EQ(two.status, 0) << describe(two);
+  EXPECT_EQ(two.out.find('\033'), std::string::npos) << two.out;
+  CliResult missing = run_cli({"compare", dir + "/a/" + osc, dir + "/none\033[2J.png"});
+  EXPECT_EQ(missing.status, 1) << describe(missing);
+  EXPECT_EQ(missing.err.find('\033'), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("none\\x1b[2J.png: no such file or folder"), std::string::npos) << missing.err;
+}
+
+TEST(CliCompare, EqualInfinitiesAndNaNsAtTheSamePlaceAreEqual) {
+  const std::string dir = temp_dir("cmpnan");
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  put(dir + "/a.npy", npy_of<float>("<f4", {1.0f, inf, -inf, nan}));
+  put(dir + "/b.npy", npy_of<float>("<f4", {1.0f, inf, -inf, nan}));
+  CliResult same = run_cli({"compare", dir + "/a.npy", dir + "/b.npy"});
+  EXPECT_EQ(same.status, 0) << describe(same);
+  EXPECT_NE(same.out.find("max|diff| 0, mean|diff| 0, PSNR inf dB, 0 of 4 values differ"), std::string::npos)
+      << same.out;
+  EXPECT_EQ(run_cli({"compare", dir + "/a.npy", dir + "/b.npy", "--min-psnr", "100"}).status, 0);
+  // A NaN with another payload is still NaN; in float64 against float32 too.
+  put(dir + "/d.npy", npy_of<double>("<f8", {1.0, double(inf), -double(inf), -std::nan("7")}));
+  EXPECT_EQ(run_cli({"compare", dir + "/a.npy", dir + "/d.npy"}).status, 0);
+  // NaN against a number, and inf against -inf or a number, differ.
+  for (const std::vector<float>& other :
+       {std::vector<float>{1.0f, inf, -inf, 0.0f}, std::vector<float>{1.0f, -inf, -inf, nan},
+        std::vector<float>{1.0f, 3e38f, -inf, nan}}) {
+    put(dir + "/c.npy", npy_of<float>("<f4", other));
+    CliResult r = run_cli({"compare", dir + "/a.npy", dir + "/c.npy"});
+    EXPECT_EQ(r.status, 1) << describe(r);
+    EXPECT_NE(r.out.find("max|diff| inf, mean|diff| inf, PSNR -inf dB, 1 of 4 values differ"), std::string::npos)
+        << r.out;
+  }
+}
+
+TEST(CliCompare, EmptyArraysAreReadAndCompared) {
+  const std::string dir = temp_dir("cmpempty");
+  for (const std::string shape : {"(5, 0)", "(0, 5)", "(0,)", "(2, 0, 3)"}) {
+    put(dir + "/a.npy", npy_file("<f4", shape, ""));
+    NpyArray a = read_npy(dir + "/a.npy");
+    EXPECT_TRUE(a.bytes.empty()) << shape;
+    EXPECT_EQ(read_npy_tensor(dir + "/a.npy").numel(), 0) << shape;
+    put(dir + "/b.npy", npy_file("<f4", shape, ""));
+    CliResult r = run_cli({"compare", dir + "/a.npy", dir + "/b.npy"});
+    EXPECT_EQ(r.status, 0) << shape << ": " << describe(r);
+    EXPECT_NE(r.out.find("0 of 0 values differ"), std::string::npos) << r.out;
+  }
+  EXPECT_EQ(read_npy(dir + "/a.npy").shape, (std::vector<int64_t>{2, 0, 3}));
+  // A zero-element shape does not excuse a missing payload elsewhere.
+  put(dir + "/c.npy", npy_file("<f4", "(5, 1)", ""));
+  EXPECT_THROW(read_npy(dir + "/c.npy"), Error);
+}
+
+TEST(PngRead, ExtraImageDataIsAnError) {
+  const std::string dir = temp_dir("pngextra");
+  PngSpec s = gray16(4, 4, 0);
+  s.extra_chunks = {{"tEXt", std::string("Comment\0hello", 13)}, {"gAMA", be32(45455)}};
+  put(dir + "/good.png", png_file(s));
+  EXPECT_EQ(read_error(dir + "/good.png"), "");
+  CliResult good = run_cli({"compare", dir + "/good.png", dir + "/good.png"});
+  EXPECT_EQ(good.status, 0) << describe(good);
+  const std::string raw = png_raw_image(s);
+  // More rows in the zlib stream than the image has; bytes after the zlib stream in the IDAT chunk.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"long.png", png_file(s, png_deflate(raw + std::string(raw.size(), '\x01')))},
+      {"trailing.png", png_file(s, png_deflate(raw) + "trailing bytes")}};
+  for (const auto& [name, bytes] : cases) {
+    put(dir + "/" + name, bytes);
+    put(dir + "/2" + name, bytes);
+    const std::string msg = read_error(dir + "/" + name);
+    EXPECT_NE(msg.find(dir + "/" + name + ": corrupt or unreadable PNG"), std::string::npos) << name << ": " << msg;
+    CliResult r = run_cli({"compare", dir + "/" + name, dir + "/2" + name});
+    EXPECT_EQ(r.status, 1) << name << ": " << describe(r);
+    EXPECT_NE(r.out.find("FAIL"), std::string::npos) << r.out;
+  }
 }

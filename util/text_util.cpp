@@ -1,9 +1,7 @@
 // sg2 internal: safe text for messages (text_util.h).
 #include "util/text_util.h"
 
-#include "sg2/error.h"
-
-namespace sg2::detail {
+namespace sg2 {
 
 std::string printable(std::string_view text, size_t max_len) {
   static const char* hex = "0123456789abcdef";
@@ -25,6 +23,10 @@ std::string printable(std::string_view text, size_t max_len) {
   return out;
 }
 
+}  // namespace sg2
+
+namespace sg2::detail {
+
 std::string name_list(const std::vector<std::string>& items, size_t max_items, size_t max_len) {
   std::string out;
   for (size_t i = 0; i < items.size() && i < max_items; ++i)
@@ -34,9 +36,3 @@ std::string name_list(const std::vector<std::string>& items, size_t max_items, s
 }
 
 }  // namespace sg2::detail
-
-namespace sg2 {
-
-std::string printable_text(std::string_view text, size_t max_len) { return detail::printable(text, max_len); }
-
-}  // namespace sg2

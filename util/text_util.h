@@ -11,12 +11,12 @@
 #include <string_view>
 #include <vector>
 
+#include "sg2/text.h"
+
 namespace sg2::detail {
 
-/// `text` made safe for a one-line message: printable ASCII kept, a backslash and every other
-/// byte (control characters, ESC, newlines, non-ASCII) written as \xNN, cut to `max_len`
-/// characters with "..." appended.
-std::string printable(std::string_view text, size_t max_len = 60);
+/// sg2::printable (sg2/text.h, public so that the CLI escapes file names the same way).
+using ::sg2::printable;
 
 /// The first `max_items` of `items`, each printable() and quoted, comma separated, then
 /// ", ... (N in all)" when there are more: "'a', 'b', 'c', ... (100000 in all)".

@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "sg2/error.h"
+#include "sg2/text.h"
 
 namespace sg2 {
 
@@ -95,7 +96,7 @@ std::string default_model_path() {
   const char* env = std::getenv("SG2_MODEL");
   if (env != nullptr && *env != '\0') {
     if (is_regular_file(env)) return env;
-    fail(ErrorKind::io, "SG2_MODEL is set to '", printable_text(env, 200),
+    fail(ErrorKind::io, "SG2_MODEL is set to '", printable(env, 200),
          "', which is not a readable file. HINT: point SG2_MODEL at a model file or checkpoint, or unset it to use the "
          "bundled digits32 model");
   }

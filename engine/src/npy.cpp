@@ -97,11 +97,14 @@ NpyArray parse_npy(const uint8_t* d, size_t n, const std::string& path) {
   a.shape = parse_shape(shape, path);
   const size_t es = dtype_size(a.dtype, path);
   const size_t data_off = offset + header_len;
-  // The element count in checked arithmetic: never more elements than the payload holds.
+  // The element count in checked arithmetic: never more elements than the payload holds. A shape
+  // with a zero dimension has no elements, whatever its other dimensions (and needs no payload).
   const uint64_t available = (n - data_off) / es;
-  uint64_t count = 1;
+  const bool empty = std::find(a.shape.begin(), a.shape.end(), int64_t(0)) != a.shape.end();
+  uint64_t count = empty ? 0 : 1;
   for (int64_t dim : a.shape) {
-    if (dim != 0 && count > available / static_cast<uint64_t>(dim)) {
+    if (empty) break;
+    if (count > available / static_cast<uint64_t>(dim)) {
       count = UINT64_MAX;
       break;
     }
@@ -155,6 +158,31 @@ Tensor npy_float_tensor(const NpyArray& a, const std::string& path) {
          detail::printable(t, 24), "'");
   }
   return Tensor(a.shape, std::move(v));
+}
+
+void npy_values_f64(const NpyArray& a, size_t first, size_t count, double* out, const std::string& what) {
+  const std::string& t = a.dtype;
+  const size_t es = dtype_size(t, what);
+  const size_t total = a.bytes.size() / es;
+  if (first > total || count > total - first)
+    fail(ErrorKind::invalid_argument, what, ": values [", first, ", ", first + count, ") are beyond its ", total);
+  const uint8_t* p = a.bytes.data() + first * es;
+  if (t == "<f4" || t == "=f4") {
+    for (size_t i = 0; i < count; ++i) {
+      float x;
+      std::memcpy(&x, p + i * 4, 4);
+      out[i] = x;
+    }
+  } else if (t == "<f8" || t == "=f8") {
+    if (count > 0) std::memcpy(out, p, count * 8);
+  } else if (t == "<f2" || t == "=f2") {
+    for (size_t i = 0; i < count; ++i) out[i] = detail::half_to_float(detail::load_le16(p + i * 2));
+  } else if (t.size() == 3 && t[1] == 'u' && t[2] == '1') {
+    for (size_t i = 0; i < count; ++i) out[i] = p[i];
+  } else {
+    fail(ErrorKind::bad_file, what, ": expected a float16/float32/float64 or uint8 array, found dtype '",
+         detail::printable(t, 24), "'");
+  }
 }
 
 std::vector<double> read_npy_f64(const std::string& path, std::vector<int64_t>* shape) {

@@ -10,6 +10,7 @@
 
 #include <csetjmp>
 #include <cstring>
+#include <string_view>
 
 #include "sg2/error.h"
 #include "sg2/image.h"
@@ -36,6 +37,23 @@ void png_error_to_state(png_structp png, png_const_charp msg) {
 }
 
 void png_warning_ignored(png_structp, png_const_charp) {}
+
+/// Reading: libpng reports some damage of the image data as a warning only (a "benign error"): the
+/// zlib stream holding more rows than the image ("IDAT: Too much image data"), bytes after the
+/// zlib stream in the IDAT chunks ("IDAT: Extra compressed data"), a zlib error met after the last
+/// row. Here those are errors: a file whose image data is not exactly the image is refused, never
+/// decoded or compared as if it were whole. Other warnings (about ancillary chunks, which are not
+/// the image) are ignored.
+void png_read_warning(png_structp png, png_const_charp msg) {
+  if (msg == nullptr) return;
+  const std::string_view m(msg);
+  if (m.find("IDAT") == std::string_view::npos && m.find("image data") == std::string_view::npos &&
+      m.find("compressed data") == std::string_view::npos)
+    return;
+  auto* s = static_cast<PngState*>(png_get_error_ptr(png));
+  std::snprintf(s->message, sizeof s->message, "%s (the image data is not exactly the image: a damaged file)", msg);
+  png_longjmp(png, 1);  // to the step's setjmp, as png_error_to_state
+}
 
 void png_read_from_state(png_structp png, png_bytep out, size_t n) {
   auto* s = static_cast<PngState*>(png_get_io_ptr(png));
@@ -149,7 +167,7 @@ PngReader::PngReader(const std::string& path, int64_t max_pixels) : impl_(std::m
   if (m.file.size() < 8 || png_sig_cmp(m.file.data(), 0, 8) != 0) fail(ErrorKind::bad_file, path, ": not a PNG file");
   m.s.data = m.file.data();
   m.s.size = m.file.size();
-  m.s.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &m.s, png_error_to_state, png_warning_ignored);
+  m.s.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &m.s, png_error_to_state, png_read_warning);
   if (m.s.png == nullptr) fail(ErrorKind::out_of_memory, path, ": cannot start libpng");
   m.s.info = png_create_info_struct(m.s.png);
   if (m.s.info == nullptr) fail(ErrorKind::out_of_memory, path, ": cannot start libpng");

@@ -7,7 +7,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <utility>
 #include "sg2/export.h"
 
@@ -27,13 +26,6 @@ enum class ErrorKind {
 
 /// Returns a short lowercase name of the kind ("bad_file", ...).
 const char* to_string(ErrorKind kind);
-
-/// `text` made safe for a one-line message on a terminal: printable ASCII kept, a backslash and
-/// every other byte (control characters, ESC, newlines, non-ASCII) written as \xNN, cut to
-/// `max_len` characters with "..." appended. sg2's own messages already escape what they quote
-/// from files; programs use this for text of their own origin (file names from a folder listing,
-/// a child process's output, environment values).
-std::string printable_text(std::string_view text, size_t max_len = 60);
 
 /// The exception thrown by every sg2 function.
 class Error : public std::runtime_error {

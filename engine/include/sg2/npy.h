@@ -34,6 +34,12 @@ Tensor read_npy_tensor(const std::string& path);
 /// The array as float32, as read_npy_tensor; `what` names it in errors.
 Tensor npy_float_tensor(const NpyArray& array, const std::string& what);
 
+/// Values [first, first + count) of a float16, float32, float64 or uint8 array ("|u1") as double,
+/// into out[0, count): exact (every such value is a double; NaN stays NaN, infinities stay
+/// infinite). Throws Error(bad_file) naming `what` for another dtype, Error(invalid_argument)
+/// for a range beyond the array.
+void npy_values_f64(const NpyArray& array, size_t first, size_t count, double* out, const std::string& what);
+
 /// Reads a float64 .npy file exactly (float32 is widened). Throws Error(bad_file) otherwise.
 std::vector<double> read_npy_f64(const std::string& path, std::vector<int64_t>* shape = nullptr);
 

@@ -18,3 +18,4 @@
 #include "sg2/random_model.h"
 #include "sg2/random_state.h"
 #include "sg2/tensor.h"
+#include "sg2/text.h"
