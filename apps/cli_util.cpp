@@ -338,10 +338,14 @@ int chunk_size(Generator& gen, const cxxopts::ParseResult& args, int64_t images,
     fail(ErrorKind::out_of_memory, "one ", size, " image of this model needs about ", gib(per),
          " of memory on the CPU, but only ", gib(avail), " are available");
   if (batch <= fits) return batch;
-  if (o.max_batch > 0)
-    fail(ErrorKind::invalid_argument, "--batch ", batch, " needs about ", gib(per * batch), " of memory for this ",
-         size, " model on the CPU (about ", gib(per), " per image), but ", gib(avail), " are available: use --batch ",
-         fits, " or less");
+  if (o.max_batch > 0) {
+    // Quote the value the user gave; when it exceeds the run, say that the run's images are the batch.
+    const std::string held =
+        o.max_batch > batch ? " (here all " + std::to_string(batch) + " images of the run at once)" : std::string();
+    fail(ErrorKind::invalid_argument, "--batch ", o.max_batch, held, " needs about ", gib(per * batch),
+         " of memory for this ", size, " model on the CPU (about ", gib(per), " per image), but ", gib(avail),
+         " are available: use --batch ", fits, " or less");
+  }
   return static_cast<int>(fits);  // the default batch, cut to what fits
 }
 

@@ -202,6 +202,13 @@ TEST(NewUser, BatchIsCheckedAgainstMemoryFirst) {
                                           "the CPU \\(about [0-9.]+ KiB per image\\), but [0-9.]+ (GiB|MiB) are "
                                           "available: use --batch [0-9]+ or less")))
       << r.err;
+  // A --batch above the run's image count is quoted as given, with what the run holds.
+  CliResult over = run_cli({"generate", "--network", model, "--device", "cpu", "--seeds", "0-999999", "--batch",
+                            "1048576", "--outdir", dir + "/over"});
+  EXPECT_EQ(over.status, 2) << describe(over);
+  EXPECT_TRUE(has_text(over.err, "--batch 1048576 (here all 1000000 images of the run at once) needs about "))
+      << over.err;
+  EXPECT_FALSE(file_exists(dir + "/over"));
   // A batch larger than the run holds what the run makes.
   CliResult one = run_cli({"generate", "--network", model, "--device", "cpu", "--seeds", "1", "--batch", "1048576",
                            "-q", "--outdir", dir + "/one"});
