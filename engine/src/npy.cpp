@@ -215,11 +215,8 @@ std::vector<uint8_t> npy_header(const char* descr, const std::vector<int64_t>& s
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header.push_back('\n');
-  std::vector<uint8_t> out;
-  const uint8_t magic[8] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
-  out.insert(out.end(), magic, magic + 8);
-  out.push_back(uint8_t(header.size() & 0xff));
-  out.push_back(uint8_t(header.size() >> 8));
+  std::vector<uint8_t> out = {
+      0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, uint8_t(header.size() & 0xff), uint8_t(header.size() >> 8)};
   out.insert(out.end(), header.begin(), header.end());
   return out;
 }
