@@ -187,19 +187,10 @@ void npy_values_f64(const NpyArray& a, size_t first, size_t count, double* out, 
 
 std::vector<double> read_npy_f64(const std::string& path, std::vector<int64_t>* shape) {
   NpyArray a = read_npy(path);
-  const int64_t count = static_cast<int64_t>(a.bytes.size() / dtype_size(a.dtype, path));
-  std::vector<double> v(static_cast<size_t>(count));
-  if (a.dtype == "<f8" || a.dtype == "=f8") {
-    if (!v.empty()) std::memcpy(v.data(), a.bytes.data(), v.size() * 8);
-  } else if (a.dtype == "<f4" || a.dtype == "=f4") {
-    for (int64_t i = 0; i < count; ++i) {
-      float x;
-      std::memcpy(&x, a.bytes.data() + i * 4, 4);
-      v[static_cast<size_t>(i)] = x;
-    }
-  } else {
+  if (a.dtype != "<f8" && a.dtype != "=f8" && a.dtype != "<f4" && a.dtype != "=f4")
     fail(ErrorKind::bad_file, path, ": expected a float64 array, found dtype '", detail::printable(a.dtype, 24), "'");
-  }
+  std::vector<double> v(a.bytes.size() / dtype_size(a.dtype, path));
+  npy_values_f64(a, 0, v.size(), v.data(), path);
   if (shape) *shape = a.shape;
   return v;
 }
@@ -215,9 +206,12 @@ std::vector<uint8_t> npy_header(const char* descr, const std::vector<int64_t>& s
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header.push_back('\n');
-  std::vector<uint8_t> out = {
+  // Sized once and filled in place (GCC 12 warns falsely on growing a vector from a short array).
+  std::vector<uint8_t> out(10 + header.size());
+  const uint8_t lead[10] = {
       0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, uint8_t(header.size() & 0xff), uint8_t(header.size() >> 8)};
-  out.insert(out.end(), header.begin(), header.end());
+  std::copy(lead, lead + 10, out.begin());
+  std::copy(header.begin(), header.end(), out.begin() + 10);
   return out;
 }
 }  // namespace
