@@ -1,5 +1,5 @@
-# sg2: the libraries of the output path — libdeflate (PNG deflate, engine/src/png_encode.cpp) and
-# libarchive (zip output, engine/src/dataset_zip.cpp) — as two imported targets:
+# sg2: the libraries of the output path — libdeflate (PNG deflate, formats/png_encode.cpp) and
+# libarchive (zip output, formats/dataset_zip.cpp) — as two imported targets:
 #
 #   sg2_dep_libdeflate   sg2_dep_libarchive
 #

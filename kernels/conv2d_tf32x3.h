@@ -60,7 +60,7 @@ struct Tf32x3ConvArgs {
   float* partial = nullptr;     // splits > 1: conv2d_tf32x3_workspace(*this) bytes, 16-byte aligned
   /// Which implementation runs: mma.sync (sm_80+), or wgmma (where conv2d_tf32x3_wgmma_probe() said
   /// yes and Cout % 64 == 0; it then needs encode_tensor_map). The caller decides (the engine's
-  /// convolution selection, engine/src/cuda/conv.cpp); the kernels never choose.
+  /// convolution selection, engine/cuda/conv.cpp); the kernels never choose.
   enum class Impl { mma, wgmma } impl = Impl::mma;
   /// wgmma: the driver's tensor-map encoder, from conv2d_tf32x3_tensor_map_encoder().
   PFN_cuTensorMapEncodeTiled_v12000 encode_tensor_map = nullptr;
@@ -119,7 +119,7 @@ inline void tc_pack_weights(const float* w, int cin, int cout, bool transposed, 
 
 /// Whether the wgmma implementation runs on the current device: an sm_90 GPU, and this binary
 /// carries sm_90a code. A probe launch every call (the engine asks once per backend, when it
-/// probes the device: engine/src/cuda/device_caps.h); call outside stream capture.
+/// probes the device: engine/cuda/device_caps.h); call outside stream capture.
 bool conv2d_tf32x3_wgmma_probe();
 /// The driver's cuTensorMapEncodeTiled, looked up through the runtime (no link against libcuda).
 /// Throws Error(device) when the driver has none.

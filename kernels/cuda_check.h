@@ -1,7 +1,7 @@
 // sg2 kernels: checked CUDA runtime calls and kernel launches. Every failure becomes
 // sg2::Error(ErrorKind::device) — or ErrorKind::out_of_memory for allocation failures — naming the
 // call, the file and the line. Usable from .cu and .cpp files; needs only the CUDA runtime.
-// (cuDNN status checks live in the engine: engine/src/cuda/cudnn_check.h.)
+// (cuDNN status checks live in the engine: engine/cuda/cudnn_check.h.)
 #pragma once
 
 #include <cuda_runtime_api.h>

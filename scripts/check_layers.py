@@ -1,19 +1,27 @@
 #!/usr/bin/env python3
-"""Checks the layering of the tree (docs/design.md §2): every quoted #include of a source file must
-name a header of its own layer or of a layer below it. Exits 1 and lists every violation.
+"""Checks the layering of the tree (docs/design.md §2) at the include level: every quoted #include
+of a source file must name a header of its own layer or of a layer below it, by its path from the
+repository root ("formats/npy.h", "kernels/ref/parallel.h") or as a public header ("sg2/model.h"),
+never with "..". Exits 1 and lists every violation.
 
     python3 scripts/check_layers.py [ROOT]
 
+The build enforces the same rules by itself (CMakeLists.txt: each layer compiles with include roots
+that hold only the layers it may use, and links alone with the layers below it); this check also
+covers what the include roots cannot tell apart (kernels/ref beside kernels/) and gives the whole
+list at once.
+
 Layers, bottom to top (a layer may include the public headers and the layers listed for it):
-    public   engine/include/sg2   the public API
-    util     util/                errors, tensors, files
-    kernels  kernels/             CUDA kernels          -> util
-    ref      kernels/ref/         CPU reference ops     -> util
-    engine   engine/src/          the engine            -> kernels, ref, util
-    readers  weights_tools/       checkpoint readers    -> util
-    api      engine/api/          load facade, C ABI    -> readers, engine, util
-    apps     apps/                the CLI, examples     -> public headers only
-    dev      dev/                 experiments           -> kernels, ref, util
+    public   include/sg2    the public API
+    util     util/          errors, tensors, files, text, RandomState
+    formats  formats/       model config + JSON, model file, npy, PNG, dataset zip -> util
+    ref      kernels/ref/   CPU reference ops                                       -> util
+    kernels  kernels/       CUDA kernels                                            -> util
+    readers  readers/       checkpoint readers                                      -> formats, util
+    engine   engine/        plan, generator, backends                               -> formats, kernels, ref, util
+    api      api/           load facade, C ABI                                      -> readers, engine, formats, util
+    apps     apps/          the CLI, examples                                       -> public headers only
+    dev      dev/           experiments (kernel runner)                             -> engine, kernels, ref, formats, util
 Tests (tests/) may include anything.
 """
 import os
@@ -23,19 +31,22 @@ import sys
 ALLOWED = {
     'public': {'public'},
     'util': {'util', 'public'},
-    'kernels': {'kernels', 'util', 'public'},
+    'formats': {'formats', 'util', 'public'},
     'ref': {'ref', 'util', 'public'},
-    'engine': {'engine', 'kernels', 'ref', 'util', 'public'},
-    'readers': {'readers', 'util', 'public'},
-    'api': {'api', 'readers', 'engine', 'util', 'public'},
+    'kernels': {'kernels', 'util', 'public'},
+    'readers': {'readers', 'formats', 'util', 'public'},
+    'engine': {'engine', 'formats', 'kernels', 'ref', 'util', 'public'},
+    'api': {'api', 'readers', 'engine', 'formats', 'util', 'public'},
     'apps': {'apps', 'public'},
-    'dev': {'dev', 'kernels', 'ref', 'util', 'public'},
+    'dev': {'dev', 'engine', 'kernels', 'ref', 'formats', 'util', 'public'},
 }
 PREFIXES = [  # longest first
-    ('engine/include/', 'public'), ('kernels/ref/', 'ref'), ('kernels/', 'kernels'), ('engine/src/', 'engine'),
-    ('engine/api/', 'api'), ('weights_tools/', 'readers'), ('util/', 'util'), ('apps/', 'apps'), ('dev/', 'dev'),
+    ('include/', 'public'), ('kernels/ref/', 'ref'), ('kernels/', 'kernels'), ('formats/', 'formats'),
+    ('engine/', 'engine'), ('api/', 'api'), ('readers/', 'readers'), ('util/', 'util'), ('apps/', 'apps'),
+    ('dev/', 'dev'),
 ]
-SOURCE_EXT = ('.h', '.hpp', '.cuh', '.cpp', '.cc', '.cu')
+TOPS = ('include', 'util', 'formats', 'kernels', 'readers', 'engine', 'api', 'apps', 'dev')
+SOURCE_EXT = ('.h', '.hpp', '.cuh', '.cpp', '.cc', '.cu', '.c')
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
@@ -48,9 +59,7 @@ def layer_of(rel):
 
 def resolve(root, src_rel, inc):
     """The repository-relative path an include names: beside the file, then on the include roots."""
-    candidates = [os.path.join(os.path.dirname(src_rel), inc), inc, os.path.join('engine/include', inc),
-                  os.path.join('engine/src', inc)]
-    for c in candidates:
+    for c in (os.path.join(os.path.dirname(src_rel), inc), inc, os.path.join('include', inc)):
         c = os.path.normpath(c)
         if os.path.isfile(os.path.join(root, c)):
             return c
@@ -60,7 +69,7 @@ def resolve(root, src_rel, inc):
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), '..'))
     bad, checked = [], 0
-    for top in ('engine', 'kernels', 'util', 'weights_tools', 'apps', 'dev'):
+    for top in TOPS:
         for dirpath, _, files in os.walk(os.path.join(root, top)):
             for f in sorted(files):
                 if not f.endswith(SOURCE_EXT):
@@ -75,7 +84,11 @@ def main():
                         if not m:
                             continue
                         checked += 1
-                        target = resolve(root, rel, m.group(1))
+                        inc = m.group(1)
+                        if '..' in inc.split('/'):
+                            bad.append(f'{rel}:{n}: "{inc}" climbs out of its folder: name the header by its layer path')
+                            continue
+                        target = resolve(root, rel, inc)
                         if target is None:
                             continue
                         t_layer = layer_of(target)

@@ -1,4 +1,4 @@
-// The oneDNN CPU backend (engine/src/cpu) against the reference ops (kernels/ref, the oracle):
+// The oneDNN CPU backend (engine/cpu) against the reference ops (kernels/ref, the oracle):
 // every architecture, noise mode, filter and intermediate; bit-identical output across batch
 // sizes, positions in the batch and thread counts; the persistent thread pool; the work split;
 // progress reports; the switch to the reference ops. (The official goldens run on this backend
@@ -18,8 +18,8 @@
 
 #include <unistd.h>
 
-#include "backend.h"
-#include "generator_access.h"
+#include "engine/backend.h"
+#include "engine/generator_access.h"
 #include "sg2/error.h"
 #include "sg2/generator.h"
 #include "sg2/npy.h"
@@ -27,8 +27,8 @@
 #include "test_util.h"
 
 #if SG2_WITH_ONEDNN
-#include "cpu/layers.h"
-#include "cpu/thread_pool.h"
+#include "engine/cpu/layers.h"
+#include "engine/cpu/thread_pool.h"
 #endif
 
 using namespace sg2;

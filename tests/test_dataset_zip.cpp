@@ -1,4 +1,4 @@
-// Tests of the dataset archive writer (engine/src/dataset_zip.cpp): dataset_tool.py's names and
+// Tests of the dataset archive writer (formats/dataset_zip.cpp): dataset_tool.py's names and
 // dataset.json, archives read back by Python's zipfile with the properties the official training
 // loader relies on (tests/check_dataset_zip.py), zip64 past 65,535 entries, no half archive on an
 // unfinished run or a write failure, and shard archives merged by tools/merge_dataset_zips.py.

@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "readers/checkpoint.h"
+#include "readers/families.h"
+#include "readers/pickle.h"
+#include "readers/pickle_access.h"
+#include "readers/zip_reader.h"
 #include "sg2/error.h"
 #include "sg2/model.h"
 #include "test_util.h"
-#include "weights_tools/checkpoint.h"
-#include "weights_tools/families.h"
-#include "weights_tools/pickle.h"
-#include "weights_tools/pickle_access.h"
-#include "weights_tools/zip_reader.h"
 
 using namespace sg2;
 using namespace std::string_literals;
@@ -70,10 +70,10 @@ struct PickleWriter {
 };
 
 std::string error_of(const std::string& bytes, const std::string& name, uint64_t* budget_used = nullptr) {
-  std::unique_ptr<weights::Checkpoint> ck;
+  std::unique_ptr<readers::Checkpoint> ck;
   try {
-    ck = weights::open_checkpoint(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), name);
-    weights::detect_and_convert(*ck);
+    ck = readers::open_checkpoint(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), name);
+    readers::detect_and_convert(*ck);
   } catch (const Error& e) {
     if (budget_used && ck) *budget_used = ck->budget.used();
     return e.what();
@@ -169,8 +169,8 @@ std::string legacy_torch(const std::vector<uint64_t>& size, const std::vector<ui
 
 std::string read_tensor_error(const std::string& bytes, const std::string& name) {
   try {
-    auto ck = weights::open_checkpoint(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), name);
-    const pickle::Node* t = pickle::dict_get(ck->root, "t");
+    auto ck = readers::open_checkpoint(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), name);
+    const readers::pickle::Node* t = readers::pickle::dict_get(ck->root, "t");
     if (t == nullptr) return "no tensor";
     ck->tensors->read(t, "t");
   } catch (const Error& e) {
@@ -218,8 +218,8 @@ std::string numpy_pickle(const std::vector<uint64_t>& shape, bool fortran, const
 TEST(HostileCheckpoints, NumpyArraySizesAreChecked) {
   auto err = [](const std::string& bytes) {
     try {
-      auto ck = weights::open_checkpoint(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "np.pkl");
-      ck->tensors->read(pickle::dict_get(ck->root, "a"), "a");
+      auto ck = readers::open_checkpoint(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "np.pkl");
+      ck->tensors->read(readers::pickle::dict_get(ck->root, "a"), "a");
     } catch (const Error& e) {
       return std::string(e.what());
     }
@@ -246,7 +246,7 @@ struct ZipWriter {
   uint32_t count = 0;
   void add(const std::string& name, const std::string& data) {
     const uint32_t offset = uint32_t(body.size());
-    const uint32_t crc = weights::crc32(reinterpret_cast<const uint8_t*>(data.data()), data.size());
+    const uint32_t crc = readers::crc32(reinterpret_cast<const uint8_t*>(data.data()), data.size());
     body += le32(0x04034b50) + le16(20) + le16(0) + le16(0) + le32(0) + le32(crc) + le32(uint32_t(data.size())) +
             le32(uint32_t(data.size())) + le16(uint16_t(name.size())) + le16(0) + name + data;
     central(name, crc, uint32_t(data.size()), offset);
@@ -306,13 +306,13 @@ TEST(HostileCheckpoints, ManyStoragesCostOneLookupEach) {
   z.add("archive/data.pkl", p.done());
   for (int i = 0; i < kStorages; ++i) z.add("archive/data/" + std::to_string(i), std::string(4, '\0'));
   const std::string bytes = z.done();
-  auto ck = weights::open_checkpoint(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "many.pt");
-  std::vector<std::pair<const pickle::Node*, const pickle::Node*>> items;
-  ASSERT_TRUE(pickle::dict_items(ck->root, &items));
+  auto ck = readers::open_checkpoint(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "many.pt");
+  std::vector<std::pair<const readers::pickle::Node*, const readers::pickle::Node*>> items;
+  ASSERT_TRUE(readers::pickle::dict_items(ck->root, &items));
   ASSERT_EQ(items.size(), size_t(kStorages));
   for (const auto& [k, v] : items) ck->tensors->read(v, "t");  // twice each: the second is cached
   for (const auto& [k, v] : items) ck->tensors->read(v, "t");
-  const weights::ZipStats& st = ck->zip->stats();
+  const readers::ZipStats& st = ck->zip->stats();
   EXPECT_LE(st.names_compared, uint64_t(kStorages) + 10) << "storages found by scanning the directory";
   EXPECT_LE(st.crc_bytes, bytes.size()) << "some bytes were CRC-checked more than once";
 }
@@ -323,11 +323,11 @@ TEST(HostileCheckpoints, EntriesSharingOneRegionAreRefused) {
   ZipWriter z;
   const std::string blob(4 << 20, 'x');
   z.add("archive/data/0", blob);
-  const uint32_t crc = weights::crc32(reinterpret_cast<const uint8_t*>(blob.data()), blob.size());
+  const uint32_t crc = readers::crc32(reinterpret_cast<const uint8_t*>(blob.data()), blob.size());
   for (int i = 1; i < 5000; ++i) z.central("archive/data/" + std::to_string(i), crc, uint32_t(blob.size()), 0);
   const std::string bytes = z.done();
   try {
-    weights::ZipArchive zip(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "overlap.pt");
+    readers::ZipArchive zip(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "overlap.pt");
     ADD_FAILURE() << "overlapping entries accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::bad_file);
@@ -369,23 +369,24 @@ TEST(HostileCheckpoints, LongTextIntegersAreNotConvertedWhileReading) {
   const std::string digits(4300, '7');
   for (int i = 0; i < 1000; ++i) bytes += "L" + digits + "L\n";
   bytes += "l.";
-  pickle::Budget budget = pickle::Budget::for_file_size(bytes.size(), "ints.pkl");
-  pickle::Document doc(&budget);
-  const pickle::Node* root =
-      pickle::parse(doc, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 0, "ints.pkl");
+  readers::pickle::Budget budget = readers::pickle::Budget::for_file_size(bytes.size(), "ints.pkl");
+  readers::pickle::Document doc(&budget);
+  const readers::pickle::Node* root =
+      readers::pickle::parse(doc, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 0, "ints.pkl");
   ASSERT_EQ(root->items.size(), 1000u);
-  for (const pickle::Node* n : root->items) {
-    ASSERT_EQ(n->kind, pickle::Kind::big_integer);
+  for (const readers::pickle::Node* n : root->items) {
+    ASSERT_EQ(n->kind, readers::pickle::Kind::big_integer);
     EXPECT_EQ(n->i, 1);  // digits, unconverted
     EXPECT_EQ(n->s.size(), 4300u);
   }
   // On demand: -(2**80 + 5) as two's complement bytes.
   std::string neg = "L-1208925819614629174706181L\n.";
-  pickle::Node* v = pickle::parse(doc, reinterpret_cast<const uint8_t*>(neg.data()), neg.size(), 0, "neg.pkl");
-  EXPECT_EQ(pickle::big_integer_bytes(v), std::string("\xfb\xff\xff\xff\xff\xff\xff\xff\xff\xff\xfe", 11));
+  readers::pickle::Node* v =
+      readers::pickle::parse(doc, reinterpret_cast<const uint8_t*>(neg.data()), neg.size(), 0, "neg.pkl");
+  EXPECT_EQ(readers::pickle::big_integer_bytes(v), std::string("\xfb\xff\xff\xff\xff\xff\xff\xff\xff\xff\xfe", 11));
   std::string over = "L" + std::string(4301, '1') + "L\n.";
   try {
-    pickle::parse(doc, reinterpret_cast<const uint8_t*>(over.data()), over.size(), 0, "over.pkl");
+    readers::pickle::parse(doc, reinterpret_cast<const uint8_t*>(over.data()), over.size(), 0, "over.pkl");
     ADD_FAILURE();
   } catch (const Error& e) {
     EXPECT_LT(std::string(e.what()).size(), 300u);

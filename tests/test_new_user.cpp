@@ -8,7 +8,7 @@
 #include <fstream>
 #include <regex>
 
-#include "cuda_messages.h"
+#include "engine/cuda_messages.h"
 #include "sg2/convert.h"
 #include "sg2/error.h"
 #include "sg2/generator.h"

@@ -1,4 +1,4 @@
-// The safe pickle reader (weights_tools/pickle.h): every protocol, the memo, frames, recorded
+// The safe pickle reader (readers/pickle.h): every protocol, the memo, frames, recorded
 // calls, numpy decoding, and its limits. Files under tests/data/checkpoints/pickles were written by
 // Python's own pickle (make_checkpoints.py); the rest are byte strings built here.
 #include <gtest/gtest.h>
@@ -7,15 +7,15 @@
 #include <functional>
 #include <string>
 
+#include "readers/numpy_decode.h"
+#include "readers/pickle.h"
+#include "readers/pickle_access.h"
 #include "sg2/error.h"
 #include "test_util.h"
 #include "util/file_util.h"
-#include "weights_tools/numpy_decode.h"
-#include "weights_tools/pickle.h"
-#include "weights_tools/pickle_access.h"
 
 using namespace sg2;
-using namespace sg2::pickle;
+using namespace sg2::readers::pickle;
 using namespace std::string_literals;
 
 namespace {
@@ -77,7 +77,7 @@ TEST_P(PicklePlain, EveryProtocolGivesTheSameValues) {
   ASSERT_NE(dict_get(r, "float"), nullptr);
   EXPECT_EQ(dict_get(r, "float")->f, 1.5);
   EXPECT_EQ(as_str(dict_get(r, "text")), std::optional<std::string_view>("h\xc3\xa9llo"));
-  EXPECT_EQ(weights::bytes_of(dict_get(r, "bytes"), p.doc),
+  EXPECT_EQ(readers::bytes_of(dict_get(r, "bytes"), p.doc),
             std::optional<std::string_view>(std::string_view("\x00\x01\xff", 3)));
   const auto* tup = as_seq(dict_get(r, "tuple"));
   ASSERT_NE(tup, nullptr);
@@ -110,20 +110,20 @@ TEST_P(PickleNumpy, ArraysAndScalars) {
   Tensor expect({3, 4});
   for (int i = 0; i < 12; ++i) expect[i] = float(i) / 8;
   for (const char* name : {"f32", "f64", "f16", "fortran", "be"}) {
-    auto v = weights::numpy_array(dict_get(p.root, name), p.doc, name);
+    auto v = readers::numpy_array(dict_get(p.root, name), p.doc, name);
     ASSERT_TRUE(v.has_value()) << name << ": " << describe(dict_get(p.root, name));
-    EXPECT_TRUE(test::tensors_near(weights::to_float_tensor(*v, p.budget, name), expect, 0, name));
+    EXPECT_TRUE(test::tensors_near(readers::to_float_tensor(*v, p.budget, name), expect, 0, name));
   }
-  auto i64 = weights::numpy_array(dict_get(p.root, "i64"), p.doc, "i64");
+  auto i64 = readers::numpy_array(dict_get(p.root, "i64"), p.doc, "i64");
   ASSERT_TRUE(i64.has_value());
-  EXPECT_EQ(i64->dtype, weights::DType::i64);
-  EXPECT_TRUE(test::tensors_near(weights::to_float_tensor(*i64, p.budget, "i64"), Tensor({3}, {0, 1, 2}), 0, "i64"));
-  EXPECT_EQ(weights::numpy_scalar(dict_get(p.root, "scalar"), p.doc, "scalar"), std::optional<double>(2.5));
-  EXPECT_EQ(weights::as_number(dict_get(p.root, "scalar"), p.doc, "scalar"), std::optional<double>(2.5));
-  auto z = weights::numpy_array(dict_get(p.root, "zero_d"), p.doc, "zero_d");
+  EXPECT_EQ(i64->dtype, readers::DType::i64);
+  EXPECT_TRUE(test::tensors_near(readers::to_float_tensor(*i64, p.budget, "i64"), Tensor({3}, {0, 1, 2}), 0, "i64"));
+  EXPECT_EQ(readers::numpy_scalar(dict_get(p.root, "scalar"), p.doc, "scalar"), std::optional<double>(2.5));
+  EXPECT_EQ(readers::as_number(dict_get(p.root, "scalar"), p.doc, "scalar"), std::optional<double>(2.5));
+  auto z = readers::numpy_array(dict_get(p.root, "zero_d"), p.doc, "zero_d");
   ASSERT_TRUE(z.has_value());
   EXPECT_TRUE(z->shape.empty());
-  EXPECT_EQ(weights::to_float_tensor(*z, p.budget, "zero_d")[0], 3.25f);
+  EXPECT_EQ(readers::to_float_tensor(*z, p.budget, "zero_d")[0], 3.25f);
 }
 
 INSTANTIATE_TEST_SUITE_P(Protocols, PickleNumpy, ::testing::Values(2, 4, 5));

@@ -1,4 +1,4 @@
-// Tests of the PNG encoder (engine/src/png_encode.cpp): every file decodes with a reader that is not
+// Tests of the PNG encoder (formats/png_encode.cpp): every file decodes with a reader that is not
 // ours (libpng's) to the same pixels, for every channel count, odd sizes and every level; the chunk
 // structure and CRCs are checked independently (zlib's crc32); levels, determinism, threads, the
 // size limit, bad input and atomic writes.

@@ -5,11 +5,11 @@
 #include <cmath>
 #include <random>
 
+#include "engine/plan.h"
 #include "kernels/ref/bias_act.h"
 #include "kernels/ref/fully_connected.h"
 #include "kernels/ref/modulated_conv2d.h"
 #include "kernels/ref/upfirdn2d.h"
-#include "plan.h"
 #include "sg2/error.h"
 #include "test_util.h"
 

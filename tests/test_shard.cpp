@@ -1,4 +1,4 @@
-// Tests of sharding (engine/src/shard.cpp): --shard parsing, the block rule (the shards' union is
+// Tests of sharding (engine/shard.cpp): --shard parsing, the block rule (the shards' union is
 // the whole list, disjoint, in order, balanced), each launcher's environment (Slurm arrays with
 // MIN/STEP, srun steps, Open MPI, PMI), their combination and precedence, the batch-script trap,
 // the local rank's GPU, the per-shard zip name, and the messages for bad values.

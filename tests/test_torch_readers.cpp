@@ -1,19 +1,19 @@
-// torch.save readers (weights_tools/torch_storage.h, zip_reader.h) and strided tensor views
+// torch.save readers (readers/torch_storage.h, zip_reader.h) and strided tensor views
 // (arrays.h): zip central directory and ZIP64, CRC checks, legacy streams, storage blobs in
 // either format, size / stride / offset, float16 / bfloat16 / float64 storages.
 #include <gtest/gtest.h>
 
 #include <cstring>
 
+#include "readers/checkpoint.h"
+#include "readers/pickle_access.h"
+#include "readers/zip_reader.h"
 #include "sg2/error.h"
 #include "test_util.h"
 #include "util/file_util.h"
-#include "weights_tools/checkpoint.h"
-#include "weights_tools/pickle_access.h"
-#include "weights_tools/zip_reader.h"
 
 using namespace sg2;
-using namespace sg2::weights;
+using namespace sg2::readers;
 
 namespace {
 

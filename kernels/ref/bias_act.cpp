@@ -1,9 +1,9 @@
 // sg2 CPU reference: bias_act (bias_act.h).
-#include "bias_act.h"
+#include "kernels/ref/bias_act.h"
 
 #include <cmath>
 
-#include "parallel.h"
+#include "kernels/ref/parallel.h"
 #include "sg2/error.h"
 
 namespace sg2::ref {

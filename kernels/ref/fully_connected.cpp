@@ -1,9 +1,9 @@
 // sg2 CPU reference: normalize_2nd_moment and fully_connected (fully_connected.h).
-#include "fully_connected.h"
+#include "kernels/ref/fully_connected.h"
 
 #include <cmath>
 
-#include "parallel.h"
+#include "kernels/ref/parallel.h"
 #include "sg2/error.h"
 
 namespace sg2::ref {

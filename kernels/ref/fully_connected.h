@@ -2,7 +2,7 @@
 // training/networks_stylegan2.py `normalize_2nd_moment`, `FullyConnectedLayer`).
 #pragma once
 
-#include "bias_act.h"
+#include "kernels/ref/bias_act.h"
 #include "sg2/tensor.h"
 
 namespace sg2::ref {

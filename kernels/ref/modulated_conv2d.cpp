@@ -1,11 +1,11 @@
 // sg2 CPU reference: modulated_conv2d (modulated_conv2d.h).
-#include "modulated_conv2d.h"
+#include "kernels/ref/modulated_conv2d.h"
 
 #include <cmath>
 
-#include "parallel.h"
+#include "kernels/ref/parallel.h"
+#include "kernels/ref/upfirdn2d.h"
 #include "sg2/error.h"
-#include "upfirdn2d.h"
 
 namespace sg2::ref {
 

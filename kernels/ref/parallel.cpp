@@ -1,5 +1,5 @@
 // sg2 CPU reference: the worker count of parallel_for (parallel.h).
-#include "parallel.h"
+#include "kernels/ref/parallel.h"
 
 #include <cstdlib>
 #include <thread>

@@ -1,7 +1,7 @@
 // sg2 CPU reference: upfirdn2d (upfirdn2d.h).
-#include "upfirdn2d.h"
+#include "kernels/ref/upfirdn2d.h"
 
-#include "parallel.h"
+#include "kernels/ref/parallel.h"
 #include "sg2/error.h"
 
 namespace sg2::ref {

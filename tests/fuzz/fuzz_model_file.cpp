@@ -1,4 +1,4 @@
-// libFuzzer target: the model file reader (engine/src/model_file.cpp) on bytes in memory: the
+// libFuzzer target: the model file reader (formats/model_file.cpp) on bytes in memory: the
 // safetensors header (bounded JSON), the metadata and config (every field range-checked), tensor
 // entries (checked sizes), float16/bfloat16 widening and the whole-model validation. Any input
 // must end in a model or an sg2::Error; crashes, sanitizer reports, leaks, hangs and other
@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "model_file.h"
+#include "formats/model_file.h"
 #include "sg2/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,4 +1,4 @@
-// libFuzzer target: the .npy reader (engine/src/npy.cpp) on bytes in memory: header dict,
+// libFuzzer target: the .npy reader (formats/npy.cpp) on bytes in memory: header dict,
 // shape, dtype, checked element counts, Fortran-order transposition and the float conversion.
 // Any input must end in an array or an sg2::Error.
 #include <cstddef>

@@ -14,10 +14,10 @@
 
 #include <algorithm>
 
-#include "cuda/conv.h"
-#include "cuda/cuda_raii.h"
-#include "cuda/device_caps.h"
-#include "cuda/tuning.h"
+#include "engine/cuda/conv.h"
+#include "engine/cuda/cuda_raii.h"
+#include "engine/cuda/device_caps.h"
+#include "engine/cuda/tuning.h"
 #include "kernels/dtype.h"
 #include "sg2/generator.h"
 #include "sg2/tensor.h"
@@ -42,7 +42,7 @@ inline const cuda::DeviceCaps& gpu_caps() {
 }
 
 /// Whether the engine would run a strict-fp32 Cin -> Cout 3x3 convolution on the 3xTF32 kernel
-/// here (the selection table, engine/src/cuda/conv.h, with the environment's switches).
+/// here (the selection table, engine/cuda/conv.h, with the environment's switches).
 inline bool tf32x3_runs_here(int cin, int cout) {
   cuda::ConvShape s;
   s.N = 1;

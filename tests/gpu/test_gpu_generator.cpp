@@ -10,8 +10,8 @@
 #include <iostream>
 #include <optional>
 
-#include "backend.h"
-#include "cuda/conv.h"
+#include "engine/backend.h"
+#include "engine/cuda/conv.h"
 #include "gpu_test_util.h"
 #include "kernels/conv2d_tf32x3.h"
 #include "sg2/bench.h"

@@ -10,8 +10,9 @@
 #include <cstring>
 #include <iostream>
 
-#include "cuda/conv.h"
-#include "cuda/cuda_raii.h"
+#include "engine/cuda/conv.h"
+#include "engine/cuda/cuda_raii.h"
+#include "engine/plan.h"
 #include "gpu_test_util.h"
 #include "kernels/conv2d.h"
 #include "kernels/conv2d_simt.h"
@@ -28,7 +29,6 @@
 #include "kernels/ref/upfirdn2d.h"
 #include "kernels/upconv_epilogue.h"
 #include "kernels/upfirdn2d.h"
-#include "plan.h"
 
 using namespace sg2;
 using namespace sg2::gputest;

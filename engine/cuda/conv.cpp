@@ -1,0 +1,405 @@
+// sg2 CUDA backend: a convolution and its implementation choice (conv.h).
+#include "engine/cuda/conv.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/cuda/cudnn_check.h"
+#include "kernels/conv2d.h"
+#include "kernels/conv2d_simt.h"
+#include "kernels/conv2d_tf32x3.h"
+
+namespace sg2::cuda {
+
+namespace {
+
+cudnnDataType_t cudnn_type(DType t) { return t == DType::f16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT; }
+
+const char* math_name(cudnnMathType_t m) {
+  switch (m) {
+    case CUDNN_DEFAULT_MATH:
+      return "default";
+    case CUDNN_TENSOR_OP_MATH:
+      return "tensor op";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION:
+      return "tensor op, conversion";
+    case CUDNN_FMA_MATH:
+      return "fma";
+  }
+  return "?";
+}
+
+/// The shape and activations of the strict-fp32 kernels' argument structs (SIMT, 3xTF32).
+template <typename Args>
+Args implicit_gemm_args(const ConvShape& s, const void* x, void* y) {
+  Args a;
+  a.N = s.N;
+  a.H = s.H;
+  a.W = s.W;
+  a.Cin = s.Cin;
+  a.Cout = s.Cout;
+  a.transposed = s.transposed;
+  a.x = static_cast<const float*>(x);
+  a.y = static_cast<float*>(y);
+  return a;
+}
+
+Tf32x3ConvArgs::Operands operands_of(ConvMath math) {
+  switch (math) {
+    case ConvMath::fp32_strict:
+      return Tf32x3ConvArgs::Operands::tf32x3;
+    case ConvMath::tf32:
+      return Tf32x3ConvArgs::Operands::tf32;
+    case ConvMath::fp16:
+      return Tf32x3ConvArgs::Operands::f16;
+  }
+  return Tf32x3ConvArgs::Operands::tf32x3;
+}
+
+/// The tensor-core kernel's arguments for this shape, math, device and tuning (operands,
+/// implementation, TMA, encoder).
+Tf32x3ConvArgs tc_args(const ConvShape& s, ConvMath math, const DeviceCaps& caps, const CudaTuning& t, const void* x,
+                       void* y) {
+  Tf32x3ConvArgs a;
+  a.N = s.N;
+  a.H = s.H;
+  a.W = s.W;
+  a.Cin = s.Cin;
+  a.Cout = s.Cout;
+  a.transposed = s.transposed;
+  a.x = x;
+  a.y = y;
+  a.operands = operands_of(math);
+  const bool wgmma =
+      caps.tf32x3_wgmma && t.tf32x3_wgmma && conv2d_tf32x3_block_channels(a, Tf32x3ConvArgs::Impl::wgmma) > 0;
+  a.impl = wgmma ? Tf32x3ConvArgs::Impl::wgmma : Tf32x3ConvArgs::Impl::mma;
+  a.encode_tensor_map = caps.encode_tensor_map;
+  a.tma_activations = t.tf32x3_tma_activations;
+  return a;
+}
+
+/// sm_80+ (TF32/fp16 MMA, cp.async) with enough shared memory per block for the mma.sync kernel's
+/// widest tile of these operands (3xTF32: ~108 KiB, not sm_86/sm_89).
+bool device_runs_tc(const DeviceCaps& caps, Tf32x3ConvArgs::Operands ops) {
+  Tf32x3ConvArgs widest;
+  widest.Cout = 64;
+  widest.operands = ops;
+  return caps.cc_major >= 8 && conv2d_tf32x3_smem_bytes(widest) <= caps.smem_per_block_optin;
+}
+
+}  // namespace
+
+bool batch_invariant(ConvImpl impl) { return impl != ConvImpl::cudnn; }
+
+const char* to_string(ConvImpl impl) {
+  switch (impl) {
+    case ConvImpl::tensor_core:
+      return "tensor_core";
+    case ConvImpl::simt:
+      return "simt";
+    case ConvImpl::cudnn:
+      return "cudnn";
+    case ConvImpl::direct:
+      return "direct";
+  }
+  return "?";
+}
+
+std::vector<ConvImpl> conv_candidates(const ConvShape& s, ConvMath math, const DeviceCaps& caps, const CudaTuning& t) {
+  using Policy = CudaTuning::ConvPolicy;
+  if (t.conv_policy == Policy::direct_only) return {ConvImpl::direct};
+  using Fp32 = CudaTuning::Fp32Conv;
+  const bool fp32 = math == ConvMath::fp32_strict;
+  const bool implicit_gemm_shape = s.k == 3 && (s.transposed || s.pad == 1);
+  Tf32x3ConvArgs probe = tc_args(s, math, caps, t, nullptr, nullptr);
+  probe.N = 1;  // the shape of one image: nothing below depends on the batch
+  const bool data_ok = s.dtype == (math == ConvMath::fp16 ? DType::f16 : DType::f32);
+  const bool tc_ok = implicit_gemm_shape && data_ok && (!fp32 || t.fp32_conv == Fp32::tensor_cores) &&
+                     conv2d_tf32x3_shape_ok(probe) && device_runs_tc(caps, probe.operands);
+  std::vector<ConvImpl> c;
+  if (fp32 && t.fp32_conv == Fp32::cudnn) return {ConvImpl::cudnn, ConvImpl::direct};
+  if (!fp32 && t.conv_policy == Policy::cudnn_first) c.push_back(ConvImpl::cudnn);
+  if (tc_ok) c.push_back(ConvImpl::tensor_core);
+  if (fp32 && s.dtype == DType::f32) {
+    const bool simt_ok = implicit_gemm_shape && s.Cin % 8 == 0 && s.Cout % 32 == 0;
+    if (simt_ok) c.push_back(ConvImpl::simt);
+  }
+  if (t.conv_policy == Policy::allow_cudnn || (fp32 && t.conv_policy == Policy::cudnn_first))
+    c.push_back(ConvImpl::cudnn);
+  c.push_back(ConvImpl::direct);
+  return c;
+}
+
+struct Conv::Part {
+  int n = 0;
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  Part(const ConvShape& s, int n_, ConvMath math) : n(n_) {
+    const cudnnDataType_t dt = cudnn_type(s.dtype);
+    SG2_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
+    SG2_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
+    SG2_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
+    SG2_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
+    SG2_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NHWC, dt, n, s.Cin, s.H, s.W));
+    SG2_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NHWC, dt, n, s.Cout, s.out_h(), s.out_w()));
+    if (s.transposed) {
+      // backward data of a forward conv [Cout-grid -> Cin]: filter K = Cin, C = Cout
+      SG2_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, dt, CUDNN_TENSOR_NHWC, s.Cin, s.Cout, s.k, s.k));
+      SG2_CUDNN_CHECK(
+          cudnnSetConvolution2dDescriptor(conv, 0, 0, 2, 2, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    } else {
+      SG2_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, dt, CUDNN_TENSOR_NHWC, s.Cout, s.Cin, s.k, s.k));
+      SG2_CUDNN_CHECK(
+          cudnnSetConvolution2dDescriptor(conv, s.pad, s.pad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    }
+    SG2_CUDNN_CHECK(
+        cudnnSetConvolutionMathType(conv, math == ConvMath::fp32_strict ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+  }
+  ~Part() {
+    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+    if (w) cudnnDestroyFilterDescriptor(w);
+    if (y) cudnnDestroyTensorDescriptor(y);
+    if (x) cudnnDestroyTensorDescriptor(x);
+  }
+  Part(const Part&) = delete;
+  Part& operator=(const Part&) = delete;
+};
+
+Conv::Conv(cudnnHandle_t handle, const ConvShape& s, ConvMath math, const DeviceCaps& caps, const CudaTuning& tuning,
+           size_t workspace_limit)
+    : handle_(handle), shape_(s), math_(math), caps_(caps), tuning_(tuning) {
+  if (s.N <= 0) fail(ErrorKind::internal, "Conv: empty batch");
+  // Samples per cuDNN call: every tensor under 2^31 elements.
+  const int64_t per_sample = std::max<int64_t>(int64_t(s.H) * s.W * s.Cin, int64_t(s.out_h()) * s.out_w() * s.Cout);
+  chunk_ = static_cast<int>(std::min<int64_t>(s.N, std::max<int64_t>(1, (int64_t(1) << 31) / 2 / per_sample)));
+  for (ConvImpl impl : conv_candidates(s, math, caps, tuning)) {
+    switch (impl) {
+      case ConvImpl::tensor_core: {
+        // Split-K where it shortens one image's launch, chosen for one image so that every batch
+        // size sums in the same order; fewer splits where this batch's partial sums would not fit
+        // the workspace limit (the batch is then run in pieces instead: Executor, never fewer splits).
+        Tf32x3ConvArgs one = tc_args(s, math, caps, tuning, nullptr, nullptr);
+        one.N =
+            tuning.conv_policy == CudaTuning::ConvPolicy::cudnn_first ? s.N : 1;  // not invariant: tuned to the batch
+        tc_splits_ = conv2d_tf32x3_choose_splits(one, caps.sm_count);
+        one.N = 1;
+        one.splits = tc_splits_;
+        const size_t per_image = conv2d_tf32x3_workspace(one);
+        tc_chunk_ = per_image == 0
+                        ? s.N
+                        : static_cast<int>(std::min<size_t>(s.N, std::max<size_t>(1, workspace_limit / per_image)));
+        if (per_image <= workspace_limit)
+          candidates_.push_back(Candidate{ConvImpl::tensor_core, 0, CUDNN_FMA_MATH, per_image * size_t(tc_chunk_)});
+        break;
+      }
+      case ConvImpl::simt:
+        candidates_.push_back(Candidate{ConvImpl::simt, 0, CUDNN_FMA_MATH, 0});
+        break;
+      case ConvImpl::cudnn:
+        add_cudnn_candidates(workspace_limit);
+        break;
+      case ConvImpl::direct:
+        break;  // the fallback when no candidate runs (selected_ = -1)
+    }
+  }
+  for (const Candidate& c : candidates_) max_workspace_ = std::max(max_workspace_, c.workspace);
+}
+
+void Conv::add_cudnn_candidates(size_t workspace_limit) {
+  const ConvShape& s = shape_;
+  const ConvMath math = math_;
+  // Candidates from the heuristics for the largest part, filtered; the remainder part is checked
+  // when running. When every candidate wants more workspace than the limit, the batch is split
+  // into smaller cuDNN calls (the workspace of these algorithms grows with the batch).
+  const size_t before = candidates_.size();
+  for (;;) {
+    parts_.clear();
+    candidates_.resize(before);
+    try {
+      parts_.push_back(std::make_unique<Part>(s, chunk_, math));
+      if (s.N % chunk_ != 0) parts_.push_back(std::make_unique<Part>(s, s.N % chunk_, math));
+    } catch (const Error&) {
+      parts_.clear();  // cuDNN refuses the shape: another implementation will run it
+      return;
+    }
+    const Part& p = *parts_[0];
+    bool too_big = false;
+    auto accept = [&](int algo, cudnnStatus_t st, cudnnDeterminism_t det, cudnnMathType_t m, size_t mem) {
+      if (st != CUDNN_STATUS_SUCCESS || det != CUDNN_DETERMINISTIC) return;
+      // fp32 data converted to fp16 inside cuDNN: never (tf32 promises TF32 operands)
+      if (m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION && s.dtype == DType::f32) return;
+      if (math == ConvMath::fp32_strict) {
+        // strict fp32: never tensor cores (TF32); run with FMA math whatever the heuristic says
+        if (m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return;
+        m = CUDNN_FMA_MATH;
+      }
+      if (mem > workspace_limit) {
+        too_big = true;
+        return;
+      }
+      for (size_t i = before; i < candidates_.size(); ++i)
+        if (candidates_[i].cudnn_algo == algo && candidates_[i].cudnn_math == m) return;
+      candidates_.push_back(Candidate{ConvImpl::cudnn, algo, m, mem});
+    };
+    if (s.transposed) {
+      int max_count = 0, returned = 0;
+      SG2_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle_, &max_count));
+      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max_count, 1)));
+      SG2_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, p.w, p.x, p.conv, p.y, max_count, &returned,
+                                                                  perf.data()));
+      for (int i = 0; i < returned; ++i) {
+        const auto& r = perf[static_cast<size_t>(i)];
+        if (r.algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || r.algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING)
+          continue;
+        accept(static_cast<int>(r.algo), r.status, r.determinism, r.mathType, r.memory);
+      }
+    } else {
+      int max_count = 0, returned = 0;
+      SG2_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle_, &max_count));
+      std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max_count, 1)));
+      SG2_CUDNN_CHECK(
+          cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.x, p.w, p.conv, p.y, max_count, &returned, perf.data()));
+      for (int i = 0; i < returned; ++i) {
+        const auto& r = perf[static_cast<size_t>(i)];
+        if (r.algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT || r.algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING) continue;
+        accept(static_cast<int>(r.algo), r.status, r.determinism, r.mathType, r.memory);
+      }
+    }
+    if (candidates_.size() > before || !too_big || chunk_ == 1) break;
+    chunk_ = (chunk_ + 1) / 2;
+  }
+}
+
+Conv::~Conv() = default;
+
+bool Conv::try_run(int ci, const void* x, const void* w, void* y, void* workspace, size_t workspace_bytes,
+                   cudaStream_t stream) const {
+  const Candidate& c = candidates_[static_cast<size_t>(ci)];
+  if (c.workspace > workspace_bytes) return false;
+  switch (c.impl) {
+    case ConvImpl::tensor_core: {
+      // in pieces of tc_chunk_ images where the split-K partials of the whole batch would not fit
+      const size_t esz = dtype_size(shape_.dtype);
+      const size_t x_per = size_t(shape_.H) * shape_.W * shape_.Cin * esz;
+      const size_t y_per = size_t(shape_.out_h()) * shape_.out_w() * shape_.Cout * esz;
+      for (int n0 = 0; n0 < shape_.N; n0 += tc_chunk_) {
+        Tf32x3ConvArgs a = tc_args(shape_, math_, caps_, tuning_, static_cast<const char*>(x) + n0 * x_per,
+                                   static_cast<char*>(y) + n0 * y_per);
+        a.N = std::min(tc_chunk_, shape_.N - n0);
+        a.w_hi = w_hi_;
+        a.w_lo = w_lo_;
+        a.splits = tc_splits_;
+        a.partial = static_cast<float*>(workspace);
+        if (!conv2d_tf32x3_supports(a)) return false;
+        conv2d_tf32x3(a, stream);
+      }
+      return true;
+    }
+    case ConvImpl::simt: {
+      SimtConvArgs a = implicit_gemm_args<SimtConvArgs>(shape_, x, y);
+      a.w = static_cast<const float*>(w);
+      if (!conv2d_simt_supports(a)) return false;
+      conv2d_simt(a, stream);
+      return true;
+    }
+    case ConvImpl::direct:
+      return false;  // never a candidate: run() falls back to it
+    case ConvImpl::cudnn:
+      break;
+  }
+  const size_t esz = dtype_size(shape_.dtype);
+  const int64_t x_per = int64_t(shape_.H) * shape_.W * shape_.Cin;
+  const int64_t y_per = int64_t(shape_.out_h()) * shape_.out_w() * shape_.Cout;
+  const float one = 1.0f, zero = 0.0f;
+  for (int n0 = 0; n0 < shape_.N; n0 += chunk_) {
+    const Part& p = *parts_[shape_.N - n0 >= chunk_ ? 0 : 1];
+    const char* xp = static_cast<const char*>(x) + n0 * x_per * esz;
+    char* yp = static_cast<char*>(y) + n0 * y_per * esz;
+    cudnnStatus_t st = cudnnSetConvolutionMathType(p.conv, c.cudnn_math);
+    if (st != CUDNN_STATUS_SUCCESS) return false;
+    if (shape_.transposed) {
+      st = cudnnConvolutionBackwardData(handle_, &one, p.w, w, p.x, xp, p.conv,
+                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(c.cudnn_algo), workspace,
+                                        workspace_bytes, &zero, p.y, yp);
+    } else {
+      st = cudnnConvolutionForward(handle_, &one, p.x, xp, p.w, w, p.conv,
+                                   static_cast<cudnnConvolutionFwdAlgo_t>(c.cudnn_algo), workspace, workspace_bytes,
+                                   &zero, p.y, yp);
+    }
+    if (st != CUDNN_STATUS_SUCCESS) return false;
+  }
+  return true;
+}
+
+void Conv::select(const void* x, const void* w, void* y, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  // The first candidate that runs, in the table's order (the same choice on every run).
+  selected_ = -1;
+  for (int i = 0; i < static_cast<int>(candidates_.size()); ++i) {
+    if (candidates_[static_cast<size_t>(i)].impl == ConvImpl::tensor_core &&
+        (w_hi_ == nullptr || (math_ == ConvMath::fp32_strict && w_lo_ == nullptr)))
+      continue;
+    if (!try_run(i, x, w, y, workspace, workspace_bytes, stream)) continue;
+    const cudaError_t e = cudaStreamSynchronize(stream);
+    if (e != cudaSuccess) throw_cuda_error(e, "convolution (implementation trial)", __FILE__, __LINE__);
+    selected_ = i;
+    break;
+  }
+  selected_set_ = true;
+}
+
+size_t Conv::workspace() const { return selected_ >= 0 ? candidates_[static_cast<size_t>(selected_)].workspace : 0; }
+
+ConvImpl Conv::impl() const {
+  return selected_ >= 0 ? candidates_[static_cast<size_t>(selected_)].impl : ConvImpl::direct;
+}
+
+void Conv::run(const void* x, const void* w, void* y, void* workspace, size_t workspace_bytes,
+               cudaStream_t stream) const {
+  if (!selected_set_) fail(ErrorKind::internal, "Conv::run before select");
+  if (selected_ >= 0) {
+    if (!try_run(selected_, x, w, y, workspace, workspace_bytes, stream))
+      fail(ErrorKind::device, "a convolution refused to run after it ran before (", describe(), ")");
+    return;
+  }
+  Conv2dArgs a;
+  a.N = shape_.N;
+  a.H = shape_.H;
+  a.W = shape_.W;
+  a.Cin = shape_.Cin;
+  a.Cout = shape_.Cout;
+  a.k = shape_.k;
+  a.pad = shape_.pad;
+  a.transposed = shape_.transposed;
+  a.dtype = shape_.dtype;
+  a.x = x;
+  a.w = w;
+  a.y = y;
+  conv2d_direct(a, stream);
+}
+
+std::string Conv::describe() const {
+  if (selected_ < 0) return "direct kernel";
+  const Candidate& c = candidates_[static_cast<size_t>(selected_)];
+  switch (c.impl) {
+    case ConvImpl::simt:
+      return "simt fp32 implicit gemm";
+    case ConvImpl::tensor_core: {
+      const Tf32x3ConvArgs a = tc_args(shape_, math_, caps_, tuning_, nullptr, nullptr);
+      const char* what = math_ == ConvMath::fp32_strict ? "3xtf32 fp32-accurate"
+                         : math_ == ConvMath::tf32      ? "tf32"
+                                                        : "fp16";
+      return std::string(what) + " implicit gemm (tensor cores, " +
+             (a.impl == Tf32x3ConvArgs::Impl::wgmma ? "wgmma" : "mma.sync") + ", split-k " +
+             std::to_string(tc_splits_) + ")";
+    }
+    case ConvImpl::direct:
+      return "direct kernel";
+    case ConvImpl::cudnn:
+      break;
+  }
+  return std::string("cudnn ") + (shape_.transposed ? "bwd-data" : "fwd") + " algo " + std::to_string(c.cudnn_algo) +
+         " (" + math_name(c.cudnn_math) + ", workspace " + std::to_string(c.workspace >> 20) + " MiB)";
+}
+
+}  // namespace sg2::cuda

@@ -1,0 +1,505 @@
+// sg2 CUDA backend: the Backend on one GPU (backend.h make_cuda_backend) — mapping, synthesis
+// through a cached executor per batch size (CUDA graph replays), noise inputs, dumps, splitting
+// the batch when the device runs out of memory, and the `sg2 bench` timing hooks.
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <memory>
+
+#include "engine/backend.h"
+#include "engine/cuda/cuda_raii.h"
+#include "engine/cuda/device_caps.h"
+#include "engine/cuda/device_info.h"
+#include "engine/cuda/device_model.h"
+#include "engine/cuda/executor.h"
+#include "engine/cuda/tuning.h"
+#include "engine/device_bench.h"
+#include "engine/slot_ring.h"
+#include "kernels/ref/parallel.h"
+#include "kernels/to_uint8.h"
+#include "sg2/error.h"
+#include "sg2/npy.h"
+#include "util/file_util.h"
+
+namespace sg2 {
+
+namespace {
+
+using namespace sg2::cuda;
+
+constexpr size_t kWorkspaceLimit = size_t(1) << 30;  // per convolution
+constexpr int kMaxCachedBatches = 2;
+
+/// Device [N, H, W, C] in `dtype` -> host [N, C, H, W] float32.
+Tensor download_nhwc(const void* x, DType dtype, int N, int H, int W, int C, cudaStream_t s) {
+  const size_t count = size_t(N) * H * W * C;
+  std::vector<float> nhwc(count);
+  if (dtype == DType::f16) {
+    std::vector<__half> h(count);
+    SG2_CUDA_CHECK(cudaMemcpyAsync(h.data(), x, count * sizeof(__half), cudaMemcpyDeviceToHost, s));
+    SG2_CUDA_CHECK(cudaStreamSynchronize(s));
+    for (size_t i = 0; i < count; ++i) nhwc[i] = __half2float(h[i]);
+  } else {
+    SG2_CUDA_CHECK(cudaMemcpyAsync(nhwc.data(), x, count * sizeof(float), cudaMemcpyDeviceToHost, s));
+    SG2_CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+  Tensor t({N, C, H, W});
+  for (int n = 0; n < N; ++n)
+    for (int p = 0; p < H * W; ++p)
+      for (int c = 0; c < C; ++c) t[(int64_t(n) * C + c) * H * W + p] = nhwc[(size_t(n) * H * W + p) * C + c];
+  return t;
+}
+
+Tensor download(const float* x, std::vector<int64_t> shape, cudaStream_t s) {
+  Tensor t(std::move(shape));
+  if (t.numel() > 0)
+    SG2_CUDA_CHECK(cudaMemcpyAsync(t.data(), x, size_t(t.numel()) * sizeof(float), cudaMemcpyDeviceToHost, s));
+  SG2_CUDA_CHECK(cudaStreamSynchronize(s));
+  return t;
+}
+
+void upload(void* dst, const float* src, size_t count, cudaStream_t s) {
+  if (count) SG2_CUDA_CHECK(cudaMemcpyAsync(dst, src, count * sizeof(float), cudaMemcpyHostToDevice, s));
+}
+
+class CudaBackend final : public Backend, public DeviceBench {
+ public:
+  CudaBackend(const Model& model, int index, Precision precision, bool batch_invariant)
+      : model_(model), cfg_(model.config), index_(index), precision_(precision) {
+    std::string why;
+    int raw_count = 0;
+    if (cudaGetDeviceCount(&raw_count) != cudaSuccess) {
+      cudaGetLastError();
+      raw_count = 0;
+    }
+    if (cuda_device_count(&why) == 0 && raw_count == 0) fail(ErrorKind::device, "cannot run on the GPU: ", why);
+    if (index < 0 || index >= raw_count)
+      fail(ErrorKind::device, "CUDA device cuda:", index, " does not exist (this machine has ", raw_count,
+           raw_count == 1 ? " GPU: cuda:0)" : " GPUs: cuda:0 to cuda:" + std::to_string(raw_count - 1) + ")");
+    if (!device_usable(index, &why)) fail(ErrorKind::device, why);
+    DeviceGuard g(index_);
+    tuning_ = CudaTuning::from_environment();  // every kernel switch, read once
+    if (!batch_invariant && tuning_.conv_policy == CudaTuning::ConvPolicy::invariant)
+      tuning_.conv_policy = CudaTuning::ConvPolicy::cudnn_first;
+    caps_ = DeviceCaps::probe(index_);
+    stats_.limit = tuning_.memory_limit_bytes;
+    stream_ = std::make_unique<Stream>();
+    cudnn_ = std::make_unique<CudnnHandle>(stream_->get());
+    dev_ = std::make_unique<DeviceModel>(model_, precision_, caps_, tuning_, &stats_, stream_->get());
+    for (const BlockData& b : dev_->blocks()) {
+      if (b.conv0) noise_layers_.push_back(&*b.conv0);
+      noise_layers_.push_back(&b.conv1);
+    }
+  }
+
+  ~CudaBackend() override {
+    try {
+      DeviceGuard g(index_);
+      executors_.clear();
+      dev_.reset();
+      cudnn_.reset();
+      stream_.reset();
+    } catch (...) {
+    }
+  }
+
+  std::string name() const override { return "cuda:" + std::to_string(index_); }
+
+  int default_max_batch() const override {
+    // fp32 worst case: three activation buffers of the widest layer and two images per sample
+    int64_t act = 0;
+    for (int r : cfg_.block_resolutions()) act = std::max<int64_t>(act, int64_t(r + 1) * (r + 1) * cfg_.channels_at(r));
+    const int64_t per_sample =
+        4 * (3 * act + 2 * int64_t(cfg_.img_channels) * cfg_.img_resolution * cfg_.img_resolution);
+    size_t free_b = 0, total_b = 0;
+    {
+      DeviceGuard g(index_);
+      if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+        cudaGetLastError();
+        return 8;
+      }
+    }
+    int64_t n = std::max<int64_t>(1, int64_t(free_b / 2) / std::max<int64_t>(per_sample, 1));
+    int b = 1;
+    while (b * 2 <= n && b < 32) b *= 2;
+    return b;
+  }
+
+  Tensor map(const Tensor& z, const Tensor& c, const Truncation& trunc, const std::string& dump_dir) override {
+    DeviceGuard g(index_);
+    try {
+      return map_once(z, c, trunc, dump_dir);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::out_of_memory || executors_.empty()) throw;
+      executors_.clear();  // the cached synthesis buffers made room short
+      return map_once(z, c, trunc, dump_dir);
+    }
+  }
+
+  Tensor map_once(const Tensor& z, const Tensor& c, const Truncation& trunc, const std::string& dump_dir) {
+    const int N = static_cast<int>(z.dim(0));
+    if (N == 0) return Tensor({0, cfg_.num_ws, cfg_.w_dim});
+    if (!dump_dir.empty()) detail::make_dirs(dump_dir);
+    cudaStream_t s = stream_->get();
+    MappingBuffers mb(*dev_, N, &stats_);
+    DeviceBuffer ws(size_t(N) * cfg_.num_ws * cfg_.w_dim * sizeof(float), &stats_);
+    if (cfg_.z_dim > 0) upload(mb.z.get(), z.data(), size_t(z.numel()), s);
+    if (cfg_.c_dim > 0) upload(mb.c.get(), c.data(), size_t(c.numel()), s);
+    const int cutoff = trunc.cutoff ? std::min(*trunc.cutoff, cfg_.num_ws) : cfg_.num_ws;
+    std::function<void(int, const float*, int)> after;
+    if (!dump_dir.empty())
+      after = [&](int i, const float* y, int width) {
+        write_npy(dump_dir + "/mapping_fc" + std::to_string(i) + ".npy", download(y, {N, width}, s));
+      };
+    run_mapping(*dev_, mb, trunc.psi, cutoff, ws.as<float>(), s, after);
+    return download(ws.as<float>(), {N, cfg_.num_ws, cfg_.w_dim}, s);
+  }
+
+  Tensor synthesize(const Tensor& ws, const NoiseSpec& noise, const std::string& dump_dir) override {
+    DeviceGuard g(index_);
+    const int N = static_cast<int>(ws.dim(0));
+    const int R = cfg_.img_resolution;
+    if (N == 0) return Tensor({0, cfg_.img_channels, R, R});
+    if (!dump_dir.empty()) detail::make_dirs(dump_dir);
+    std::vector<Tensor> parts;
+    int b = 0;
+    while (b < N) {
+      const int n = std::min(N - b, max_ok_batch_);
+      try {
+        parts.push_back(run_chunk(ws, noise, b, n, b == 0 ? dump_dir : std::string()));
+        b += n;
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::out_of_memory) throw;
+        cudaGetLastError();
+        if (!executors_.empty()) {  // free the other batch sizes' buffers, then try again
+          executors_.clear();
+          continue;
+        }
+        if (n == 1)
+          fail(ErrorKind::out_of_memory, "the GPU ", name(), " cannot hold even one ", R, "x", R,
+               " image of this model: ", e.what());
+        max_ok_batch_ = n / 2;  // split the batch and go on
+      }
+    }
+    return parts.size() == 1 ? std::move(parts[0]) : concat0(parts);
+  }
+
+  DeviceBench* device_bench() override { return this; }
+
+  // --- DeviceBench ---------------------------------------------------------------------------
+
+  BenchResult time_generate(int batch, int warmup, int iters, uint64_t seed) override {
+    DeviceGuard g(index_);
+    cudaStream_t s = stream_->get();
+    release_batches();
+    SG2_CUDA_CHECK(cudaDeviceSynchronize());
+    size_t free0 = 0, free1 = 0, total = 0;
+    SG2_CUDA_CHECK(cudaMemGetInfo(&free0, &total));
+    stats_.reset_peak();
+    BenchResult r;
+    r.batch = batch;
+    Executor& ex = executor(batch);
+    bench_inputs(ex, batch, seed);
+    const float* img = ex.generate(s);  // captures the graph (after one eager run)
+    for (int i = 0; i < warmup; ++i) ex.generate(s);
+    SG2_CUDA_CHECK(cudaStreamSynchronize(s));
+    SG2_CUDA_CHECK(cudaMemGetInfo(&free1, &total));
+    std::vector<Event> start(static_cast<size_t>(iters)), stop(static_cast<size_t>(iters));
+    for (int i = 0; i < iters; ++i) {
+      start[size_t(i)].record(s);
+      ex.generate(s);
+      stop[size_t(i)].record(s);
+    }
+    SG2_CUDA_CHECK(cudaStreamSynchronize(s));
+    for (int i = 0; i < iters; ++i) r.ms.push_back(stop[size_t(i)].since(start[size_t(i)]));
+    const int check = std::min(batch, 4);
+    const int R = cfg_.img_resolution;
+    const Tensor out = download(img, {check, cfg_.img_channels, R, R}, s);
+    r.output_finite = true;
+    double sum = 0;
+    for (float v : out.vec()) {
+      if (!std::isfinite(v)) r.output_finite = false;
+      sum += std::fabs(double(v));
+    }
+    r.output_mean_abs = out.numel() ? sum / double(out.numel()) : 0.0;
+    r.model_bytes = dev_->arena_bytes();
+    r.batch_bytes = ex.bytes();
+    r.workspace_bytes = ex.workspace_bytes();
+    r.peak_bytes = stats_.peak;
+    r.meminfo_delta = free0 > free1 ? free0 - free1 : 0;
+    r.conv_algorithms = ex.conv_descriptions();
+    r.graph = ex.uses_graphs();
+    r.graph_error = ex.capture_error();
+    return r;
+  }
+
+  std::vector<std::pair<std::string, float>> profile(int batch, uint64_t seed) override {
+    DeviceGuard g(index_);
+    Executor& ex = executor(batch);
+    bench_inputs(ex, batch, seed);
+    return ex.profile(stream_->get());
+  }
+
+  void release_batches() override {
+    DeviceGuard g(index_);
+    executors_.clear();
+  }
+
+  std::string device_description() const override {
+    int rt = 0;
+    cudaRuntimeGetVersion(&rt);
+    return device_name(index_) + ", cuDNN " + std::to_string(cudnnGetVersion()) + ", CUDA runtime " +
+           std::to_string(rt) + ", built for " + built_architectures();
+  }
+
+ private:
+  Executor& executor(int N) {
+    auto it = executors_.find(N);
+    if (it == executors_.end()) {
+      while (static_cast<int>(executors_.size()) >= kMaxCachedBatches) {
+        auto oldest = std::min_element(executors_.begin(), executors_.end(),
+                                       [](const auto& a, const auto& b) { return a.second.used < b.second.used; });
+        executors_.erase(oldest);
+      }
+      Cached c;
+      c.ex =
+          std::make_unique<Executor>(*dev_, N, cudnn_->get(), caps_, tuning_, &stats_, stream_->get(), kWorkspaceLimit);
+      it = executors_.emplace(N, std::move(c)).first;
+    }
+    it->second.used = ++use_counter_;
+    return *it->second.ex;
+  }
+
+  /// Benchmark inputs: z of seeds seed .. seed + batch - 1 (numpy RandomState), classes cycled.
+  void bench_inputs(Executor& ex, int batch, uint64_t seed) {
+    cudaStream_t s = stream_->get();
+    std::vector<uint32_t> seeds;
+    for (int n = 0; n < batch; ++n) seeds.push_back(static_cast<uint32_t>(seed + uint64_t(n)));
+    if (cfg_.z_dim > 0) {
+      const Tensor z = z_from_seeds(seeds, cfg_.z_dim);
+      upload(ex.mapping().z.get(), z.data(), size_t(z.numel()), s);
+    }
+    if (cfg_.c_dim > 0) {
+      std::vector<int> classes;
+      for (int n = 0; n < batch; ++n) classes.push_back(n % cfg_.c_dim);
+      const Tensor c = one_hot(classes, cfg_.c_dim);
+      upload(ex.mapping().c.get(), c.data(), size_t(c.numel()), s);
+    }
+    SG2_CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+
+  /// Uploads the noise of rows [b, b + n) for executor `ex` and says which program runs.
+  NoiseKind prepare_noise(Executor& ex, const NoiseSpec& noise, int b, int n) {
+    cudaStream_t s = stream_->get();
+    NoiseKind kind = NoiseKind::constant;
+    if (noise.mode == NoiseMode::none || !cfg_.synthesis.use_noise)
+      kind = NoiseKind::none;
+    else if (noise.mode == NoiseMode::random || !noise.maps.empty())
+      kind = NoiseKind::per_sample;
+    if (kind == NoiseKind::per_sample) {
+      const int P = dev_->noise_floats_per_sample();
+      std::vector<float> host(size_t(n) * P);
+      const int L = static_cast<int>(noise_layers_.size());
+      ref::parallel_for(int64_t(n) * L, [&](int64_t job) {
+        const int i = static_cast<int>(job / L);
+        const ConvLayer& c = *noise_layers_[size_t(job % L)];
+        const int li = c.plan->noise_index;
+        if (li < 0) return;
+        const int64_t rr = int64_t(c.plan->resolution) * c.plan->resolution;
+        float* dst = host.data() + size_t(i) * P + c.noise_offset;
+        if (noise.mode == NoiseMode::random) {
+          const uint64_t key = noise.keys.empty() ? uint64_t(b + i) : noise.keys[size_t(b + i)];
+          const Tensor t = random_noise_map(noise.seed, key, li, c.plan->resolution);
+          std::copy(t.data(), t.data() + rr, dst);
+        } else {
+          const Tensor& t = noise.maps[size_t(b + i)][size_t(li)];
+          std::copy(t.data(), t.data() + rr, dst);
+        }
+      });
+      upload(ex.noise_maps(), host.data(), host.size(), s);
+    }
+    return kind;
+  }
+
+  /// Rows [b, b + n) of ws through synthesis; returns the device image [n, C, R, R] (the
+  /// executor's buffer: valid until its next run).
+  const float* synthesize_rows(Executor& ex, const Tensor& ws, const NoiseSpec& noise, int b, int n,
+                               const std::string& dump_dir) {
+    cudaStream_t s = stream_->get();
+    const size_t row = size_t(cfg_.num_ws) * cfg_.w_dim;
+    upload(ex.ws(), ws.data() + size_t(b) * row, size_t(n) * row, s);
+    const NoiseKind kind = prepare_noise(ex, noise, b, n);
+    if (dump_dir.empty()) return ex.synthesize(kind, s);
+    BlockDumpFn dump = [&](int res, const void* x, DType dt, int C, const float* im) {
+      const std::string tag = dump_dir + "/b" + std::to_string(res);
+      if (x) write_npy(tag + "_x.npy", download_nhwc(x, dt, n, res, res, C, s));
+      if (im) write_npy(tag + "_img.npy", download(im, {n, cfg_.img_channels, res, res}, s));
+    };
+    return ex.synthesize_eager(kind, s, dump);
+  }
+
+  /// Rows [b, b + n) of ws through synthesis, downloaded.
+  Tensor run_chunk(const Tensor& ws, const NoiseSpec& noise, int b, int n, const std::string& dump_dir) {
+    Executor& ex = executor(n);
+    const float* img = synthesize_rows(ex, ws, noise, b, n, dump_dir);
+    const int R = cfg_.img_resolution;
+    return download(img, {n, cfg_.img_channels, R, R}, stream_->get());
+  }
+
+  /// The CUDA pipe (batch_pipe.h): per slot a device uint8 (and float) buffer and pinned host
+  /// copies. submit() replays the synthesis graph and the uint8 conversion on the backend's
+  /// stream and queues the device-to-host copies on the pipe's own stream behind an event, so the
+  /// next batch computes while this one is copied and consumed.
+  class Pipe final : public BatchPipe {
+   public:
+    Pipe(CudaBackend& be, int batch, PipeOutputs out, int slots) : be_(be), batch_(batch), out_(out), ring_(slots) {
+      DeviceGuard g(be_.index_);
+      const int C = be_.cfg_.img_channels, R = be_.cfg_.img_resolution;
+      per_image_ = size_t(C) * R * R;
+      copy_stream_ = std::make_unique<Stream>();
+      for (int i = 0; i < slots; ++i) {
+        Slot sl;
+        if (out_.u8) {
+          sl.dev_u8 = DeviceBuffer(size_t(batch) * per_image_, &be_.stats_);
+          sl.host_u8 = PinnedBuffer(size_t(batch) * per_image_);
+        }
+        if (out_.img) {
+          sl.dev_img = DeviceBuffer(size_t(batch) * per_image_ * sizeof(float), &be_.stats_);
+          sl.host_img = PinnedBuffer(size_t(batch) * per_image_ * sizeof(float));
+        }
+        slots_.push_back(std::move(sl));
+      }
+    }
+    ~Pipe() override {
+      try {
+        DeviceGuard g(be_.index_);
+        copy_stream_->sync();
+      } catch (...) {
+      }
+    }
+
+    int slots() const override { return ring_.size(); }
+
+    int submit(const Tensor& ws, const NoiseSpec& noise) override {
+      const int n = static_cast<int>(ws.dim(0));
+      if (n < 1 || n > batch_) fail(ErrorKind::internal, "pipe: batch of ", n, " for a pipe of ", batch_);
+      const int id = ring_.acquire();
+      try {
+        DeviceGuard g(be_.index_);
+        Slot& sl = slots_[size_t(id)];
+        cudaStream_t s = be_.stream_->get();
+        const int C = be_.cfg_.img_channels, R = be_.cfg_.img_resolution;
+        int b = 0;
+        while (b < n) {  // in pieces the device can hold (halved on out-of-memory, as synthesize)
+          const int k = std::min(n - b, be_.max_ok_batch_);
+          try {
+            Executor& ex = be_.executor(k);
+            const float* img = be_.synthesize_rows(ex, ws, noise, b, k, std::string());
+            if (out_.u8) images_to_uint8(img, k, C, R, R, sl.dev_u8.as<uint8_t>() + size_t(b) * per_image_, s);
+            if (out_.img)
+              SG2_CUDA_CHECK(cudaMemcpyAsync(sl.dev_img.as<float>() + size_t(b) * per_image_, img,
+                                             size_t(k) * per_image_ * sizeof(float), cudaMemcpyDeviceToDevice, s));
+            b += k;
+          } catch (const Error& e) {
+            if (e.kind() != ErrorKind::out_of_memory) throw;
+            cudaGetLastError();
+            SG2_CUDA_CHECK(cudaStreamSynchronize(s));
+            if (!be_.executors_.empty()) {
+              be_.executors_.clear();
+              continue;
+            }
+            if (k == 1)
+              fail(ErrorKind::out_of_memory, "the GPU ", be_.name(), " cannot hold even one ", R, "x", R,
+                   " image of this model: ", e.what());
+            be_.max_ok_batch_ = k / 2;
+          }
+        }
+        sl.count = n;
+        sl.computed.record(s);
+        cudaStream_t cs = copy_stream_->get();
+        SG2_CUDA_CHECK(cudaStreamWaitEvent(cs, sl.computed.get(), 0));
+        if (out_.u8)
+          SG2_CUDA_CHECK(
+              cudaMemcpyAsync(sl.host_u8.get(), sl.dev_u8.get(), size_t(n) * per_image_, cudaMemcpyDeviceToHost, cs));
+        if (out_.img)
+          SG2_CUDA_CHECK(cudaMemcpyAsync(sl.host_img.get(), sl.dev_img.get(), size_t(n) * per_image_ * sizeof(float),
+                                         cudaMemcpyDeviceToHost, cs));
+        sl.copied.record(cs);
+        return id;
+      } catch (...) {
+        ring_.release(id);
+        throw;
+      }
+    }
+
+    HostBatchView wait(int id) override {
+      Slot& sl = slots_.at(size_t(id));
+      {
+        DeviceGuard g(be_.index_);
+        SG2_CUDA_CHECK(cudaEventSynchronize(sl.copied.get()));
+      }
+      HostBatchView v;
+      v.count = sl.count;
+      v.u8 = out_.u8 ? static_cast<const uint8_t*>(sl.host_u8.get()) : nullptr;
+      v.img = out_.img ? static_cast<const float*>(sl.host_img.get()) : nullptr;
+      return v;
+    }
+
+    void release(int id) noexcept override { ring_.release(id); }
+    void cancel() noexcept override { ring_.cancel(); }
+    bool has_free_slot() override { return ring_.any_free(); }
+
+   private:
+    struct Slot {
+      int count = 0;
+      DeviceBuffer dev_u8, dev_img;
+      PinnedBuffer host_u8, host_img;
+      Event computed, copied;
+    };
+    CudaBackend& be_;
+    int batch_;
+    PipeOutputs out_;
+    size_t per_image_ = 0;
+    SlotRing ring_;
+    std::unique_ptr<Stream> copy_stream_;
+    std::vector<Slot> slots_;
+  };
+
+  std::unique_ptr<BatchPipe> make_pipe(int batch, PipeOutputs out, int slots) override {
+    return std::make_unique<Pipe>(*this, batch, out, slots);
+  }
+
+  struct Cached {
+    std::unique_ptr<Executor> ex;
+    uint64_t used = 0;
+  };
+
+  const Model& model_;
+  const ModelConfig& cfg_;
+  int index_;
+  Precision precision_;
+  CudaTuning tuning_;
+  DeviceCaps caps_;
+  MemoryStats stats_;
+  std::unique_ptr<Stream> stream_;
+  std::unique_ptr<CudnnHandle> cudnn_;
+  std::unique_ptr<DeviceModel> dev_;
+  std::map<int, Cached> executors_;
+  std::vector<const ConvLayer*> noise_layers_;
+  uint64_t use_counter_ = 0;
+  int max_ok_batch_ = INT_MAX;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(const Model& model, int index, Precision precision, bool batch_invariant) {
+  return std::make_unique<CudaBackend>(model, index, precision, batch_invariant);
+}
+
+}  // namespace sg2

@@ -1,0 +1,222 @@
+// sg2 CUDA backend: the model's weights on the device (device_model.h).
+#include "engine/cuda/device_model.h"
+
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/conv2d_tf32x3.h"
+
+namespace sg2::cuda {
+
+namespace {
+
+constexpr int kColAlign = 8;  // style / coefficient columns of each layer start at multiples of 8
+
+int align_up(int v, int a) { return (v + a - 1) / a * a; }
+
+/// Host staging of the device arena: every entry 256-byte aligned.
+class ArenaBuilder {
+ public:
+  size_t add_bytes(const void* p, size_t n) {
+    const size_t off = (bytes_.size() + 255) / 256 * 256;
+    bytes_.resize(off + n);
+    if (n) std::memcpy(bytes_.data() + off, p, n);
+    return off;
+  }
+  size_t add(const std::vector<float>& v) { return add_bytes(v.data(), v.size() * sizeof(float)); }
+  size_t add(const std::vector<int>& v) { return add_bytes(v.data(), v.size() * sizeof(int)); }
+  size_t add(const std::vector<float>& v, DType t) {
+    if (t == DType::f32) return add(v);
+    std::vector<__half> h(v.size());
+    for (size_t i = 0; i < v.size(); ++i) h[i] = __float2half_rn(v[i]);
+    return add_bytes(h.data(), h.size() * sizeof(__half));
+  }
+  const std::vector<char>& bytes() const { return bytes_; }
+
+ private:
+  std::vector<char> bytes_;
+};
+
+}  // namespace
+
+DeviceModel::DeviceModel(const Model& model, Precision precision, const DeviceCaps& caps, const CudaTuning& tuning,
+                         MemoryStats* stats, cudaStream_t stream)
+    : cfg_(model.config), plan_(make_synthesis_plan(model.config)) {
+  const std::vector<BlockRecipe> recipes = make_recipes(plan_, cfg_.img_channels, precision, caps, tuning);
+  ArenaBuilder ar;
+  const int w_dim = cfg_.w_dim;
+
+  // --- mapping
+  if (cfg_.c_dim > 0) {
+    const Tensor& w = model.at("mapping.embed.weight");
+    embed_ = Fc{ar.add(w.vec()), ar.add(model.at("mapping.embed.bias").vec()), static_cast<int>(w.dim(1)),
+                static_cast<int>(w.dim(0))};
+  }
+  map_in_ = cfg_.z_dim + (cfg_.c_dim > 0 ? cfg_.mapping.embed_features : 0);
+  map_max_ = map_in_;
+  for (int i = 0; i < cfg_.mapping.num_layers; ++i) {
+    const std::string p = "mapping.fc" + std::to_string(i);
+    const Tensor& w = model.at(p + ".weight");
+    fc_.push_back(Fc{ar.add(w.vec()), ar.add(model.at(p + ".bias").vec()), static_cast<int>(w.dim(1)),
+                     static_cast<int>(w.dim(0))});
+    map_max_ = std::max(map_max_, static_cast<int>(w.dim(0)));
+  }
+  w_avg_off_ = ar.add(model.at("mapping.w_avg").vec());
+
+  // --- synthesis layers: columns, weights in device layouts
+  std::vector<float> aff_w, aff_b, aff_scale;
+  std::vector<int> aff_rows;
+  std::vector<DemodLayer> demod;
+  std::vector<int> layer_of_output;
+  std::vector<float> q_all, w_inv_all;
+  auto add_style_columns = [&](const LayerPlan& l, int cin) {
+    const int col = s_cols_;
+    const int width = align_up(cin, kColAlign);
+    const Tensor& aw = model.at(l.name + ".affine.weight");
+    const Tensor& ab = model.at(l.name + ".affine.bias");
+    aff_w.resize(static_cast<size_t>(col + width) * w_dim, 0.0f);
+    std::copy(aw.vec().begin(), aw.vec().end(), aff_w.begin() + static_cast<int64_t>(col) * w_dim);
+    aff_b.resize(static_cast<size_t>(col + width), 0.0f);
+    std::copy(ab.vec().begin(), ab.vec().end(), aff_b.begin() + col);
+    aff_rows.resize(static_cast<size_t>(col + width), l.w_index);
+    aff_scale.resize(static_cast<size_t>(col + width), l.style_gain);
+    s_cols_ += width;
+    return col;
+  };
+  auto make_conv = [&](const LayerPlan& l, const BlockRecipe& recipe) {
+    const DType dt = recipe.dtype;
+    ConvLayer c;
+    c.plan = &l;
+    c.dtype = dt;
+    c.math = recipe.math;
+    const Tensor& W = model.at(l.name + ".weight");  // [Cout, Cin, k, k]
+    const int O = l.out_channels, I = l.in_channels, K = static_cast<int>(W.dim(2) * W.dim(3));
+    if (W.dim(2) != 3 || W.dim(3) != 3) fail(ErrorKind::unsupported, l.name, ": only 3x3 convolutions are supported");
+    // fp16: rows scaled by 1 / (sqrt(Cin k^2) max|W[o]|) (spec §3.3); the inverse goes to dcoefs.
+    std::vector<float> scale(static_cast<size_t>(O), 1.0f), inv(static_cast<size_t>(O), 1.0f);
+    std::vector<float> q(static_cast<size_t>(O) * I);
+    for (int o = 0; o < O; ++o) {
+      float mx = 0.0f;
+      for (int i = 0; i < I; ++i) {
+        double sq = 0;
+        for (int k = 0; k < K; ++k) {
+          const float v = W[(int64_t(o) * I + i) * K + k];
+          sq += double(v) * double(v);
+          mx = std::max(mx, std::fabs(v));
+        }
+        q[size_t(o) * I + i] = static_cast<float>(sq);
+      }
+      if (dt == DType::f16 && mx > 0.0f) {
+        const float fan = static_cast<float>(std::sqrt(double(I) * K));
+        scale[size_t(o)] = 1.0f / fan / mx;
+        inv[size_t(o)] = fan * mx;
+      }
+    }
+    std::vector<float> dev(W.vec().size());
+    for (int o = 0; o < O; ++o)
+      for (int i = 0; i < I; ++i)
+        for (int k = 0; k < K; ++k) {
+          const float v = W[(int64_t(o) * I + i) * K + k] * scale[size_t(o)];
+          const size_t idx = l.up == 2 ? (size_t(i) * K + k) * O + o   // [Cin, k, k, Cout]
+                                       : (size_t(o) * K + k) * I + i;  // [Cout, k, k, Cin]
+          dev[idx] = v;
+        }
+    c.weight_off = ar.add(dev, dt);
+    ConvShape shape;  // the convolution's shape for one sample (the table does not depend on the batch)
+    shape.N = 1;
+    shape.H = shape.W = l.up == 2 ? l.resolution / 2 : l.resolution;
+    shape.Cin = I;
+    shape.Cout = O;
+    shape.transposed = l.up == 2;
+    shape.pad = l.up == 2 ? 0 : 1;
+    shape.dtype = dt;
+    const auto impls = conv_candidates(shape, c.math, caps, tuning);
+    if (K == 9 && std::find(impls.begin(), impls.end(), ConvImpl::tensor_core) != impls.end()) {
+      // the tensor-core kernel's layout, [Cout, 3, 3, Cin] for both kinds: 3xTF32 hi and lo, TF32
+      // hi (rounded to nearest), or the fp16 weights
+      std::vector<float> hi(dev.size()), lo(dev.size());
+      if (c.math == ConvMath::fp16) {
+        tc_pack_weights(dev.data(), I, O, l.up == 2, hi.data());
+        c.weight_hi_off = ar.add(hi, DType::f16);
+      } else {
+        tf32x3_pack_weights(dev.data(), I, O, l.up == 2, hi.data(), lo.data());
+        c.weight_hi_off = ar.add(hi);
+        if (c.math == ConvMath::fp32_strict) c.weight_lo_off = ar.add(lo);
+      }
+    }
+    c.bias_off = ar.add(model.at(l.name + ".bias").vec());
+    if (l.noise_index >= 0) {
+      c.noise_const_off = ar.add(model.at(l.name + ".noise_const").vec());
+      c.noise_strength = model.at(l.name + ".noise_strength")[0];
+      c.noise_offset = noise_per_sample_;
+      noise_per_sample_ += l.resolution * l.resolution;
+    }
+    c.s_col = add_style_columns(l, I);
+    c.dcoef_col = dcoef_cols_;
+    c.demod_index = static_cast<int>(demod.size());
+    DemodLayer d;
+    d.s_offset = c.s_col;
+    d.in_channels = I;
+    d.dcoef_offset = c.dcoef_col;
+    d.out_channels = O;
+    d.q_offset = static_cast<int64_t>(q_all.size());
+    d.fp16 = dt == DType::f16 ? 1 : 0;
+    demod.push_back(d);
+    q_all.insert(q_all.end(), q.begin(), q.end());
+    const int width = align_up(O, kColAlign);
+    w_inv_all.resize(static_cast<size_t>(dcoef_cols_ + width), 1.0f);
+    std::copy(inv.begin(), inv.end(), w_inv_all.begin() + dcoef_cols_);
+    layer_of_output.resize(static_cast<size_t>(dcoef_cols_ + width), c.demod_index);
+    dcoef_cols_ += width;
+    return c;
+  };
+
+  for (size_t bi = 0; bi < plan_.blocks.size(); ++bi) {
+    const BlockPlan& b = plan_.blocks[bi];
+    BlockData bd;
+    bd.plan = &b;
+    bd.recipe = recipes[bi];
+    bd.dtype = bd.recipe.dtype;
+    if (b.conv0) bd.conv0 = make_conv(*b.conv0, bd.recipe);
+    bd.conv1 = make_conv(b.conv1, bd.recipe);
+    if (b.torgb) {
+      TorgbLayer t;
+      t.plan = &*b.torgb;
+      t.weight_off = ar.add(model.at(b.torgb->name + ".weight").vec());  // [img_channels, C, 1, 1]
+      t.bias_off = ar.add(model.at(b.torgb->name + ".bias").vec());
+      t.s_col = add_style_columns(*b.torgb, b.torgb->in_channels);
+      bd.torgb = t;
+    }
+    if (b.skip) {
+      SkipLayer s;
+      s.plan = &*b.skip;
+      std::vector<float> w = model.at(b.skip->name + ".weight").vec();  // [Cout, Cin, 1, 1] == KRSC
+      for (float& v : w) v = v * b.skip->weight_gain;
+      s.weight_off = ar.add(w, bd.dtype);
+      bd.skip = s;
+    }
+    blocks_.push_back(std::move(bd));
+  }
+  num_conv_ = static_cast<int>(demod.size());
+  aff_w_off_ = ar.add(aff_w);
+  aff_b_off_ = ar.add(aff_b);
+  aff_rows_off_ = ar.add(aff_rows);
+  aff_scale_off_ = ar.add(aff_scale);
+  demod_layers_off_ = ar.add_bytes(demod.data(), demod.size() * sizeof(DemodLayer));
+  layer_of_output_off_ = ar.add(layer_of_output);
+  q_off_ = ar.add(q_all);
+  w_inv_off_ = ar.add(w_inv_all);
+  const_off_ = ar.add(model.at("synthesis.b4.const").vec());
+  filter_off_ = ar.add(plan_.filter);
+  filter1d_off_ = ar.add(plan_.filter1d);
+
+  arena_ = DeviceBuffer(ar.bytes().size(), stats);
+  SG2_CUDA_CHECK(cudaMemcpyAsync(arena_.get(), ar.bytes().data(), ar.bytes().size(), cudaMemcpyHostToDevice, stream));
+  SG2_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+}  // namespace sg2::cuda
