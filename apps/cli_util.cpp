@@ -268,85 +268,20 @@ std::string short_number(double v) {
   return os.str();
 }
 
-int64_t cpu_bytes_per_image(const ModelConfig& cfg) {
-  // The CPU backend's live buffers per sample at its peak, block by block: the block input, the
-  // transposed convolution's output and the filtered result of conv0, the per-sample modulated
-  // weights, and the image path (skip image, its upsampled copy, ToRGB output), float32; plus the
-  // output image the command keeps. Checked against the peak RSS of `sg2 generate --device cpu`
-  // (batch 4 minus batch 1, per image): 512 px, channels 64..8: 31.5 MB measured, 36.8 MB
-  // estimated; 256 px, channels 256..64: 47.0 MB measured, 46.5 MB estimated.
-  int64_t peak = 0;
-  for (int r : cfg.block_resolutions()) {
-    const int64_t c = cfg.channels_at(r), cin = r == 4 ? c : cfg.channels_at(r / 2);
-    const int64_t rr = int64_t(r) * r, r1 = int64_t(r + 1) * (r + 1);
-    const int64_t floats = cin * (rr / 4) + 2 * c * r1 + 9 * c * cin + 3 * int64_t(cfg.img_channels) * rr;
-    peak = std::max(peak, floats);
-  }
-  const int64_t out = int64_t(cfg.img_channels) * cfg.img_resolution * cfg.img_resolution;
-  return 4 * (peak + 2 * out);
-}
-
-int64_t host_memory_available() {
-  int64_t avail = -1;
-  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
-    char line[256];
-    long long kb = 0;
-    while (std::fgets(line, sizeof line, f))
-      if (std::sscanf(line, "MemAvailable: %lld kB", &kb) == 1) avail = int64_t(kb) * 1024;
-    std::fclose(f);
-  }
-  // A cgroup (v2) limit, as in containers, can be tighter than the machine's free memory.
-  long long max_b = 0, cur_b = 0;
-  std::FILE* fm = std::fopen("/sys/fs/cgroup/memory.max", "r");
-  std::FILE* fc = std::fopen("/sys/fs/cgroup/memory.current", "r");
-  if (fm && fc && std::fscanf(fm, "%lld", &max_b) == 1 && std::fscanf(fc, "%lld", &cur_b) == 1 && max_b > 0) {
-    const int64_t left = std::max<int64_t>(0, int64_t(max_b) - int64_t(cur_b));
-    avail = avail < 0 ? left : std::min(avail, left);
-  }
-  if (fm) std::fclose(fm);
-  if (fc) std::fclose(fc);
-  return avail;
-}
-
-namespace {
-std::string gib(int64_t bytes) {
-  char buf[32];
-  if (bytes >= (int64_t(1) << 30))
-    std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / double(int64_t(1) << 30));
-  else if (bytes >= (1 << 20))
-    std::snprintf(buf, sizeof buf, "%.0f MiB", std::ceil(double(bytes) / double(1 << 20)));
-  else
-    std::snprintf(buf, sizeof buf, "%.0f KiB", std::ceil(double(bytes) / 1024.0));
-  return buf;
-}
-}  // namespace
-
 int chunk_size(Generator& gen, const cxxopts::ParseResult& args, int64_t images, int workers) {
+  // How big a batch fits is the engine's decision (Generator::plan_batch); the CLI words it.
   const GeneratorOptions o = generator_options(args);
-  int batch = o.max_batch > 0 ? o.max_batch : std::max(1, gen.max_batch());
-  if (images >= 1 && images < batch) batch = static_cast<int>(images);  // what a run actually holds
-  // The CPU backend holds a whole batch in host memory: check the need before any work. (The CUDA
-  // backend halves a batch that does not fit on the GPU and goes on.)
-  if (gen.device().kind != Device::Kind::cpu) return batch;
-  const int64_t avail = host_memory_available();
-  if (avail <= 0) return batch;
+  const BatchPlan p = gen.plan_batch(images, o.max_batch, workers);
+  if (p.fits) return p.batch;
   const ModelConfig& cfg = gen.config();
-  const int64_t per = cpu_bytes_per_image(cfg) * std::max(1, workers);  // each generator holds a batch
-  const int64_t fits = avail / per;
   const std::string size = std::to_string(cfg.img_resolution) + "x" + std::to_string(cfg.img_resolution);
-  if (fits < 1)
-    fail(ErrorKind::out_of_memory, "one ", size, " image of this model needs about ", gib(per),
-         " of memory on the CPU, but only ", gib(avail), " are available");
-  if (batch <= fits) return batch;
-  if (o.max_batch > 0) {
-    // Quote the value the user gave; when it exceeds the run, say that the run's images are the batch.
-    const std::string held =
-        o.max_batch > batch ? " (here all " + std::to_string(batch) + " images of the run at once)" : std::string();
-    fail(ErrorKind::invalid_argument, "--batch ", o.max_batch, held, " needs about ", gib(per * batch),
-         " of memory for this ", size, " model on the CPU (about ", gib(per), " per image), but ", gib(avail),
-         " are available: use --batch ", fits, " or less");
-  }
-  return static_cast<int>(fits);  // the default batch, cut to what fits
+  const int64_t per = p.bytes_per_image * std::max(1, workers);
+  // Quote the value the user gave; when it exceeds the run, say that the run's images are the batch.
+  const std::string held =
+      o.max_batch > p.batch ? " (here all " + std::to_string(p.batch) + " images of the run at once)" : std::string();
+  fail(ErrorKind::invalid_argument, "--batch ", o.max_batch, held, " needs about ", byte_size(per * p.batch),
+       " of memory for this ", size, " model on the CPU (about ", byte_size(per), " per image), but ",
+       byte_size(p.bytes_available), " are available: use --batch ", p.largest_fitting, " or less");
 }
 
 void add_class_option(cxxopts::Options& opts) {

@@ -107,20 +107,12 @@ void model_notices(const std::string& command, const ModelConfig& cfg, const Tru
 /// A float as the shortest text ostream gives ("0.7", "1e-05").
 std::string short_number(double v);
 
-/// Images per call to the generator: --batch when given, else the backend's default, at most the
-/// `images` the run makes. On the CPU the batch is checked against the host memory available
-/// first (cpu_bytes_per_image x batch x `workers`, the CPU generators working at once): a --batch
-/// that does not fit is Error(invalid_argument) saying how large a batch fits; the default is cut
-/// to what fits; when not even one image fits, Error(out_of_memory).
+/// Images per call to the generator: Generator::plan_batch(images, --batch, workers) — --batch
+/// when given, else the backend's default cut to what fits, at most the `images` the run makes
+/// (`workers`: the generators of the run that share the memory). A --batch that does not fit is
+/// Error(invalid_argument) saying how large a batch fits; when not even one image fits,
+/// Error(out_of_memory) (from plan_batch).
 int chunk_size(Generator& gen, const cxxopts::ParseResult& args, int64_t images, int workers = 1);
-
-/// About how many bytes of host memory the CPU backend needs per image of a batch (the peak of its
-/// live buffers; see cli_util.cpp).
-int64_t cpu_bytes_per_image(const ModelConfig& cfg);
-
-/// Host memory available to this process in bytes (MemAvailable, or a tighter cgroup v2 limit);
-/// -1 when unknown.
-int64_t host_memory_available();
 
 /// The --class option as a one-hot label for n samples: [n, c_dim]; empty when the model is
 /// unconditional and no class was given. Errors (exit 2): a conditional model without --class

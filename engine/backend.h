@@ -1,6 +1,7 @@
 // sg2 internal: the interface every backend (cpu, cuda) implements.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -21,8 +22,18 @@ class Backend {
   virtual ~Backend() = default;
   /// "cpu", "cuda:0"
   virtual std::string name() const = 0;
-  /// Largest batch the Generator sends at once when the user sets none.
-  virtual int default_max_batch() const = 0;
+  /// The batch this backend prefers when the user sets none, before the memory check of
+  /// Generator::plan_batch (engine/generator.cpp, the one place that decides what fits).
+  virtual int preferred_batch() const = 0;
+  /// Estimated bytes one image of a batch holds on this backend's device at its peak (its live
+  /// buffers per sample), for plan_batch.
+  virtual int64_t bytes_per_image() const = 0;
+  /// Bytes of this backend's device memory available now (-1: unknown), and its name.
+  virtual int64_t memory_available() const = 0;
+  virtual std::string memory_name() const = 0;
+  /// true: a batch that does not fit is split and run in pieces (the CUDA backend halves it on
+  /// out-of-memory), so plan_batch never refuses a requested batch; false: the whole batch must fit.
+  virtual bool splits_on_out_of_memory() const { return false; }
   /// z [N, z_dim] float32, c [N, c_dim] float32 (empty when c_dim = 0) -> ws [N, num_ws, w_dim].
   /// Truncation with psi != 1 lerps rows [0, cutoff) toward mapping.w_avg (spec §1.6).
   /// When dump_dir is non-empty, each mapping layer's output is written there (mapping_fc{i}.npy).
@@ -48,6 +59,9 @@ class Backend {
 /// from `first_sample`. Such pixels come from latents far outside what the mapping network outputs
 /// (a huge truncation psi, or given ws); the official code writes them as 0 without a word.
 void require_finite_images(const Tensor& img, int64_t first_sample = 0);
+
+/// About how many bytes the CPU reference backend holds per image of a batch (its peak).
+int64_t reference_cpu_bytes_per_image(const ModelConfig& cfg);
 
 std::unique_ptr<BatchPipe> make_host_pipe(Backend& backend, const ModelConfig& cfg, int batch, PipeOutputs out,
                                           int slots);

@@ -6,9 +6,13 @@
 #include <map>
 
 #include "engine/backend.h"
+#include "util/cpu_threads.h"
 #include "util/file_util.h"
+#include "util/host_memory.h"
+#include "util/text_util.h"
 #if SG2_WITH_ONEDNN
 #include "engine/cpu/executor.h"
+#include "engine/cpu_tuning.h"
 #endif
 #include "engine/plan.h"
 #include "kernels/ref/bias_act.h"
@@ -19,6 +23,24 @@
 #include "sg2/npy.h"
 
 namespace sg2 {
+
+int64_t reference_cpu_bytes_per_image(const ModelConfig& cfg) {
+  // The reference backend's live buffers per sample at its peak, block by block: the block input,
+  // the transposed convolution's output and the filtered result of conv0, the per-sample modulated
+  // weights, and the image path (skip image, its upsampled copy, ToRGB output), float32; plus the
+  // output image the caller keeps. Checked against the peak RSS of `sg2 generate --device cpu`
+  // (batch 4 minus batch 1, per image): 512 px, channels 64..8: 31.5 MB measured, 36.8 MB
+  // estimated; 256 px, channels 256..64: 47.0 MB measured, 46.5 MB estimated.
+  int64_t peak = 0;
+  for (int r : cfg.block_resolutions()) {
+    const int64_t c = cfg.channels_at(r), cin = r == 4 ? c : cfg.channels_at(r / 2);
+    const int64_t rr = int64_t(r) * r, r1 = int64_t(r + 1) * (r + 1);
+    const int64_t floats = cin * (rr / 4) + 2 * c * r1 + 9 * c * cin + 3 * int64_t(cfg.img_channels) * rr;
+    peak = std::max(peak, floats);
+  }
+  const int64_t out = int64_t(cfg.img_channels) * cfg.img_resolution * cfg.img_resolution;
+  return 4 * (peak + 2 * out);
+}
 
 namespace {
 
@@ -65,7 +87,10 @@ class CpuBackend final : public Backend {
   std::unique_ptr<BatchPipe> make_pipe(int batch, PipeOutputs out, int slots) override {
     return make_host_pipe(*this, cfg_, batch, out, slots);
   }
-  int default_max_batch() const override { return 8; }
+  int preferred_batch() const override { return 8; }
+  int64_t bytes_per_image() const override { return reference_cpu_bytes_per_image(cfg_); }
+  int64_t memory_available() const override { return detail::host_memory_available(); }
+  std::string memory_name() const override { return "host memory"; }
 
   Tensor map(const Tensor& z, const Tensor& c, const Truncation& trunc, const std::string& dump_dir) override {
     if (!dump_dir.empty()) detail::make_dirs(dump_dir);
@@ -214,14 +239,28 @@ class CpuBackend final : public Backend {
 
 }  // namespace
 
+namespace {
+bool env_switch(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0' || std::string(v) == "0") return false;
+  if (std::string(v) == "1") return true;
+  fail(ErrorKind::invalid_argument, name, "='", detail::printable(v),
+       "' is not a switch: set it to 1 or 0 (or unset it)");
+}
+}  // namespace
+
+CpuTuning CpuTuning::resolve(int requested_threads, bool reference) {
+  CpuTuning t;
+  t.threads = detail::cpu_thread_count(requested_threads);
+  t.reference = reference || env_switch("SG2_CPU_REFERENCE");
+  t.profile = env_switch("SG2_CPU_PROFILE");
+  return t;
+}
+
 std::unique_ptr<Backend> make_cpu_backend(const Model& model, Precision precision, int threads, bool reference) {
+  const CpuTuning tuning = CpuTuning::resolve(threads, reference);
 #if SG2_WITH_ONEDNN
-  const char* env = std::getenv("SG2_CPU_REFERENCE");
-  if (!reference && !(env != nullptr && std::string(env) == "1"))
-    return make_onednn_cpu_backend(model, precision, threads);
-#else
-  (void)threads;
-  (void)reference;
+  if (!tuning.reference) return make_onednn_cpu_backend(model, precision, tuning);
 #endif
   return std::make_unique<CpuBackend>(model, precision);
 }

@@ -1,6 +1,7 @@
 // sg2: the Generator front end — validation, batching, device choice (generator.h).
 #include "sg2/generator.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -9,6 +10,7 @@
 #include "engine/generator_access.h"
 #include "sg2/error.h"
 #include "sg2/random_state.h"
+#include "util/text_util.h"
 
 namespace sg2 {
 
@@ -159,7 +161,7 @@ Generator::Generator(Model model, GeneratorOptions options) : impl_(std::make_un
     impl_->backend = make_cuda_backend(impl_->model, impl_->device.index, options.precision, options.batch_invariant);
   }
   if (options.max_batch < 0) fail(ErrorKind::invalid_argument, "max_batch ", options.max_batch, " must be >= 0");
-  impl_->max_batch = options.max_batch > 0 ? options.max_batch : impl_->backend->default_max_batch();
+  impl_->max_batch = options.max_batch > 0 ? options.max_batch : plan_batch(0).batch;
   impl_->dump_dir = options.dump_dir;
   if (impl_->dump_dir.empty()) {
     const char* env = std::getenv("SG2_DUMP_DIR");
@@ -195,6 +197,33 @@ const ModelConfig& Generator::config() const { return live(impl_).model.config; 
 Device Generator::device() const { return live(impl_).device; }
 Precision Generator::precision() const { return live(impl_).options.precision; }
 int Generator::max_batch() const { return live(impl_).max_batch; }
+
+BatchPlan Generator::plan_batch(int64_t images, int requested, int concurrent) const {
+  const Backend& b = *live(impl_).backend;
+  if (requested < 0) fail(ErrorKind::invalid_argument, "batch ", requested, " must be >= 0");
+  BatchPlan p;
+  p.memory = b.memory_name();
+  p.bytes_per_image = b.bytes_per_image();
+  p.bytes_available = b.memory_available();
+  int batch = requested > 0 ? requested : std::max(1, b.preferred_batch());
+  if (images >= 1 && images < batch) batch = static_cast<int>(images);  // what a run actually holds
+  p.batch = batch;
+  if (p.bytes_available < 0 || p.bytes_per_image <= 0) return p;    // nothing to check against
+  const int64_t per = p.bytes_per_image * std::max(1, concurrent);  // each generator holds a batch
+  const int64_t fit = p.bytes_available / per;
+  p.largest_fitting = static_cast<int>(std::min<int64_t>(fit, 1 << 30));
+  if (b.splits_on_out_of_memory()) return p;  // run in pieces that fit: never refused
+  if (fit < 1)
+    fail(ErrorKind::out_of_memory, "one ", config().img_resolution, "x", config().img_resolution,
+         " image of this model needs about ", detail::byte_size(per), " of ", p.memory, " on ", b.name(), ", but only ",
+         detail::byte_size(p.bytes_available), " are available");
+  if (batch <= fit) return p;
+  if (requested > 0)
+    p.fits = false;
+  else
+    p.batch = p.largest_fitting;  // the default, cut to what fits
+  return p;
+}
 
 Backend& GeneratorAccess::backend(Generator& gen) { return *live(gen.impl_).backend; }
 

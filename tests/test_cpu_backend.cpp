@@ -29,6 +29,7 @@
 #if SG2_WITH_ONEDNN
 #include "engine/cpu/layers.h"
 #include "engine/cpu/thread_pool.h"
+#include "util/cpu_threads.h"
 #endif
 
 using namespace sg2;
@@ -274,9 +275,9 @@ TEST(CpuBackend, ThreadPoolIsPersistentRunsEveryUnitOnceAndRethrows) {
                                  if (w == 1) fail(ErrorKind::internal, "init");
                                }),
                Error);
-  EXPECT_EQ(cpu::resolve_threads(3), 3);
-  EXPECT_GE(cpu::resolve_threads(0), 1);
-  EXPECT_THROW(cpu::resolve_threads(-2), Error);
+  EXPECT_EQ(detail::cpu_thread_count(3), 3);
+  EXPECT_GE(detail::cpu_thread_count(0), 1);
+  EXPECT_THROW(detail::cpu_thread_count(-2), Error);
 }
 
 TEST(CpuBackend, ProgressRisesPerLayerToOneAcrossChunks) {

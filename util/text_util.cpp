@@ -1,6 +1,9 @@
 // sg2 internal: safe text for messages (text_util.h).
 #include "util/text_util.h"
 
+#include <cmath>
+#include <cstdio>
+
 namespace sg2 {
 
 std::string printable(std::string_view text, size_t max_len) {
@@ -21,6 +24,17 @@ std::string printable(std::string_view text, size_t max_len) {
     }
   }
   return out;
+}
+
+std::string byte_size(int64_t bytes) {
+  char buf[32];
+  if (bytes >= (int64_t(1) << 30))
+    std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / double(int64_t(1) << 30));
+  else if (bytes >= (1 << 20))
+    std::snprintf(buf, sizeof buf, "%.0f MiB", std::ceil(double(bytes) / double(1 << 20)));
+  else
+    std::snprintf(buf, sizeof buf, "%.0f KiB", std::ceil(double(bytes) / 1024.0));
+  return buf;
 }
 
 }  // namespace sg2

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,7 +16,8 @@
 
 namespace sg2::detail {
 
-/// sg2::printable (sg2/text.h, public so that the CLI escapes file names the same way).
+/// sg2::printable and sg2::byte_size (sg2/text.h, public so that the CLI words messages the same way).
+using ::sg2::byte_size;
 using ::sg2::printable;
 
 /// The first `max_items` of `items`, each printable() and quoted, comma separated, then

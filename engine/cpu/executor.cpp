@@ -21,6 +21,7 @@
 #include "sg2/error.h"
 #include "sg2/npy.h"
 #include "util/file_util.h"
+#include "util/host_memory.h"
 
 namespace sg2 {
 
@@ -77,11 +78,12 @@ void normalize_row(float* x, int64_t F) {
 
 class OnednnCpuBackend final : public Backend {
  public:
-  OnednnCpuBackend(const Model& model, int threads)
+  OnednnCpuBackend(const Model& model, const CpuTuning& tuning)
       : model_(model),
         cfg_(model.config),
-        pool_(cpu::resolve_threads(threads), [](int) { cpu::onednn_init_worker(); }),
-        m_(model, pool_) {
+        tuning_(tuning),
+        pool_(tuning.threads, [](int) { cpu::onednn_init_worker(); }),
+        m_(model, pool_, tuning) {
     switch (cfg_.mapping.activation) {
       case Activation::linear:
         act_ = ref::Activation::linear;
@@ -106,10 +108,15 @@ class OnednnCpuBackend final : public Backend {
 
   std::string name() const override { return "cpu"; }
 
-  int default_max_batch() const override {
+  int preferred_batch() const override {
     // about 1 GiB of activations per call, at most 64 images
     return static_cast<int>(std::clamp<int64_t>((int64_t(1) << 30) / std::max<int64_t>(per_sample_bytes_, 1), 1, 64));
   }
+  int64_t bytes_per_image() const override {
+    return per_sample_bytes_ + 4 * int64_t(cfg_.img_channels) * cfg_.img_resolution * cfg_.img_resolution;
+  }
+  int64_t memory_available() const override { return detail::host_memory_available(); }
+  std::string memory_name() const override { return "host memory"; }
 
   void set_progress(std::function<void(double)> cb) override { progress_ = std::move(cb); }
 
@@ -152,6 +159,7 @@ class OnednnCpuBackend final : public Backend {
 
   const Model& model_;
   const ModelConfig& cfg_;
+  CpuTuning tuning_;
   cpu::ThreadPool pool_;
   cpu::CpuModel m_;
   ref::Activation act_ = ref::Activation::lrelu;
@@ -170,7 +178,7 @@ class OnednnCpuBackend final : public Backend {
   }
   double phase_cpu_ = 0;
   std::map<std::string, PhaseTime> profile_;  // env SG2_CPU_PROFILE=1: per-phase wall time, printed at the end
-  const bool profiling_ = std::getenv("SG2_CPU_PROFILE") != nullptr;
+  const bool profiling_ = tuning_.profile;
   std::chrono::steady_clock::time_point phase_start_;
   void phase_begin() {
     if (!profiling_) return;
@@ -563,11 +571,11 @@ Tensor OnednnCpuBackend::synthesize(const Tensor& ws, const NoiseSpec& noise, co
 
 }  // namespace
 
-std::unique_ptr<Backend> make_onednn_cpu_backend(const Model& model, Precision precision, int threads) {
+std::unique_ptr<Backend> make_onednn_cpu_backend(const Model& model, Precision precision, const CpuTuning& tuning) {
   if (precision == Precision::tf32 || precision == Precision::fp16)
     fail(ErrorKind::invalid_argument, "the CPU backend computes in float32 only; precision '", to_string(precision),
          "' needs the CUDA backend. HINT: use precision fp32 or auto on the CPU");
-  return std::make_unique<OnednnCpuBackend>(model, threads);
+  return std::make_unique<OnednnCpuBackend>(model, tuning);
 }
 
 }  // namespace sg2

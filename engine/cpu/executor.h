@@ -17,12 +17,13 @@
 #include <memory>
 
 #include "engine/backend.h"
+#include "engine/cpu_tuning.h"
 
 namespace sg2 {
 
-/// The oneDNN CPU backend with `threads` workers (0 = SG2_CPU_THREADS, else every core).
+/// The oneDNN CPU backend with tuning.threads workers and its work units (engine/cpu_tuning.h).
 /// Throws Error(invalid_argument) for tf32 / fp16, Error(unsupported) for a layer shape it
 /// cannot run, Error(internal) when oneDNN fails.
-std::unique_ptr<Backend> make_onednn_cpu_backend(const Model& model, Precision precision, int threads);
+std::unique_ptr<Backend> make_onednn_cpu_backend(const Model& model, Precision precision, const CpuTuning& tuning);
 
 }  // namespace sg2

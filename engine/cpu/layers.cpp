@@ -10,11 +10,6 @@ namespace sg2::cpu {
 
 namespace {
 
-constexpr int64_t kUnitMacs = int64_t(1) << 26;  // about 1 ms of one core's convolution work
-constexpr int kMinBandPixels = 256;
-constexpr int kMinUpBandRows = 32;  // conv0: each band recomputes the f - 1 rows its FIR reads beyond it
-constexpr int kMinChannelBlock = 64;
-
 int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 int ceil_div(int a, int b) { return -floor_div(-a, b); }
 
@@ -31,12 +26,12 @@ Dense dense(const Tensor& w, const Tensor* b, float weight_gain, float bias_gain
 }
 
 /// Halves the band height while the band is above the unit size and stays at least
-/// kMinBandPixels (and even when asked).
-int band_rows_for(int rows, int cols, int64_t macs_per_row, bool even_rows, int64_t target) {
+/// t.min_band_pixels (and even when asked).
+int band_rows_for(int rows, int cols, int64_t macs_per_row, bool even_rows, int64_t target, const CpuTuning& t) {
   int br = rows;
   while (br % 2 == 0 && int64_t(br) * macs_per_row > target) {
     const int nb = br / 2;
-    if (int64_t(nb) * cols < kMinBandPixels || (even_rows && (nb % 2 != 0 || nb < kMinUpBandRows))) break;
+    if (int64_t(nb) * cols < t.min_band_pixels || (even_rows && (nb % 2 != 0 || nb < t.min_up_band_rows))) break;
     br = nb;
   }
   return br;
@@ -44,19 +39,19 @@ int band_rows_for(int rows, int cols, int64_t macs_per_row, bool even_rows, int6
 
 }  // namespace
 
-Split choose_split(int rows, int cols, int cout, int64_t macs_per_row, bool even_rows) {
+Split choose_split(int rows, int cols, int cout, int64_t macs_per_row, bool even_rows, const CpuTuning& t) {
   Split s;
-  s.band_rows = band_rows_for(rows, cols, macs_per_row, even_rows, kUnitMacs);
+  s.band_rows = band_rows_for(rows, cols, macs_per_row, even_rows, t.unit_macs, t);
   s.bands = rows / s.band_rows;
   s.oc_block = cout;
-  while (int64_t(s.band_rows) * macs_per_row / (cout / s.oc_block) > kUnitMacs && s.oc_block % 2 == 0 &&
-         s.oc_block / 2 >= kMinChannelBlock && (s.oc_block / 2) % 16 == 0)
+  while (int64_t(s.band_rows) * macs_per_row / (cout / s.oc_block) > t.unit_macs && s.oc_block % 2 == 0 &&
+         s.oc_block / 2 >= t.min_channel_block && (s.oc_block / 2) % 16 == 0)
     s.oc_block /= 2;
   s.oc_blocks = cout / s.oc_block;
   return s;
 }
 
-CpuModel::CpuModel(const Model& m, ThreadPool& pool) : model(&m) {
+CpuModel::CpuModel(const Model& m, ThreadPool& pool, const CpuTuning& tuning) : model(&m) {
   const ModelConfig& cfg = m.config;
   plan = make_synthesis_plan(cfg);
   const int f = plan.filter_size;
@@ -133,7 +128,7 @@ CpuModel::CpuModel(const Model& m, ThreadPool& pool) : model(&m) {
     if (c.up) {
       const int h = c.in_res;
       c.macs = int64_t(c.cout) * c.cin * 9 * h * h;
-      c.split = choose_split(c.res, c.res, c.cout, c.macs / c.res, true);
+      c.split = choose_split(c.res, c.res, c.cout, c.macs / c.res, true, tuning);
       const int br = c.split.band_rows, cb = c.split.oc_block;
       int64_t off = 0;
       for (int a = 0; a < 2; ++a)
@@ -160,7 +155,7 @@ CpuModel::CpuModel(const Model& m, ThreadPool& pool) : model(&m) {
       xa_floats = std::max(xa_floats, int64_t(wp) * wp * c.cin);
     } else {
       c.macs = int64_t(c.cout) * c.cin * 9 * res2;
-      c.split = choose_split(c.res, c.res, c.cout, c.macs / c.res, false);
+      c.split = choose_split(c.res, c.res, c.cout, c.macs / c.res, false, tuning);
       ConvPart p;
       p.in_row0 = -1 + B;
       c.parts.push_back(std::move(p));
@@ -185,9 +180,9 @@ CpuModel::CpuModel(const Model& m, ThreadPool& pool) : model(&m) {
       s.weight.resize(size_t(w.numel()));
       for (int64_t i = 0; i < w.numel(); ++i) s.weight[size_t(i)] = w[i] * bp.skip->weight_gain;
       const int h = r / 2;
-      s.band_rows = band_rows_for(h, h, int64_t(h) * s.cin * s.cout, false, kUnitMacs / 4);
+      s.band_rows = band_rows_for(h, h, int64_t(h) * s.cin * s.cout, false, tuning.unit_macs / 4, tuning);
       s.bands = h / s.band_rows;
-      s.up_band_rows = band_rows_for(r, r, int64_t(r) * s.cout * 4, false, kUnitMacs / 16);
+      s.up_band_rows = band_rows_for(r, r, int64_t(r) * s.cout * 4, false, tuning.unit_macs / 16, tuning);
       s.up_bands = r / s.up_band_rows;
       skip_r_floats = std::max(skip_r_floats, int64_t(h) * h * s.cout);
       skip_s_floats = std::max(skip_s_floats, int64_t(r) * r * s.cout);
@@ -210,7 +205,7 @@ CpuModel::CpuModel(const Model& m, ThreadPool& pool) : model(&m) {
       t.clamp = bp.torgb->clamp;
       t.wmod_off = wmod_floats;
       wmod_floats += int64_t(t.out) * t.cin;
-      t.band_rows = band_rows_for(r, r, int64_t(r) * t.cin * t.out * 4, false, kUnitMacs / 16);
+      t.band_rows = band_rows_for(r, r, int64_t(r) * t.cin * t.out * 4, false, tuning.unit_macs / 16, tuning);
       t.bands = r / t.band_rows;
       scratch_floats = std::max(scratch_floats, int64_t(t.out) * t.band_rows * r);
       total_macs += int64_t(r) * r * t.cin * t.out;

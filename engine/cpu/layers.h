@@ -17,6 +17,7 @@
 
 #include "engine/cpu/onednn.h"
 #include "engine/cpu/thread_pool.h"
+#include "engine/cpu_tuning.h"
 #include "engine/plan.h"
 #include "sg2/model.h"
 
@@ -34,7 +35,8 @@ struct Split {
 /// `macs_per_row` multiply-adds per output row (all channels): bands of at least 256 pixels and,
 /// where one band is still large, blocks of at least 64 channels, aiming at about 2^26
 /// multiply-adds per unit. `even_rows`: band heights stay even (the up-sampling layers).
-Split choose_split(int rows, int cols, int cout, int64_t macs_per_row, bool even_rows);
+Split choose_split(int rows, int cols, int cout, int64_t macs_per_row, bool even_rows,
+                   const CpuTuning& tuning = CpuTuning{});
 
 /// An affine (style) or fully connected layer: y = x @ (W * weight_gain)^T + b * bias_gain.
 struct Dense {
@@ -126,7 +128,7 @@ struct CpuModel {
   int64_t total_macs = 0;  // per sample, for progress
 
   /// Prepares `model` (validated); the primitives and weight layouts are made on pool workers.
-  CpuModel(const Model& model, ThreadPool& pool);
+  CpuModel(const Model& model, ThreadPool& pool, const CpuTuning& tuning);
 };
 
 }  // namespace sg2::cpu

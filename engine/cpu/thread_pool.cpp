@@ -1,45 +1,13 @@
 // sg2 CPU backend: the persistent thread pool (thread_pool.h).
 #include "engine/cpu/thread_pool.h"
 
-#include <sched.h>
-
-#include <cstdlib>
 #include <string>
+#include <system_error>
 
 #include "sg2/error.h"
 #include "util/text_util.h"
 
 namespace sg2::cpu {
-
-int available_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    const int n = CPU_COUNT(&set);
-    if (n > 0) return n;
-  }
-  const unsigned h = std::thread::hardware_concurrency();
-  return h == 0 ? 1 : static_cast<int>(h);
-}
-
-int resolve_threads(int requested) {
-  constexpr int kMax = 1024;
-  if (requested < 0) fail(ErrorKind::invalid_argument, "CPU threads must be >= 1 (0 = every core), got ", requested);
-  if (requested > kMax) fail(ErrorKind::invalid_argument, "CPU threads ", requested, " is more than ", kMax);
-  if (requested > 0) return requested;
-  if (const char* env = std::getenv("SG2_CPU_THREADS")) {
-    const std::string s(env);
-    if (!s.empty()) {  // unset or empty: every core
-      if (s.size() <= 4 && s.find_first_not_of("0123456789") == std::string::npos) {
-        const int n = std::stoi(s);
-        if (n >= 1 && n <= kMax) return n;
-      }
-      fail(ErrorKind::invalid_argument, "SG2_CPU_THREADS='", detail::printable(s), "' is not a thread count in [1, ",
-           kMax, "] (unset it for every core)");
-    }
-  }
-  return available_cores();
-}
 
 ThreadPool::ThreadPool(int threads, const std::function<void(int)>& init) {
   if (threads < 1) fail(ErrorKind::invalid_argument, "thread pool of ", threads, " threads");
@@ -47,14 +15,14 @@ ThreadPool::ThreadPool(int threads, const std::function<void(int)>& init) {
   workers_.reserve(static_cast<size_t>(threads));
   try {
     for (int w = 0; w < threads; ++w) workers_.emplace_back([this, w, &init] { worker_loop(w, init); });
-  } catch (...) {  // could not start a thread: stop the ones that did start
-    std::unique_lock<std::mutex> lock(mutex_);
-    busy_ -= threads - static_cast<int>(workers_.size());
-    done_.wait(lock, [&] { return busy_ == 0; });
-    stop_ = true;
-    lock.unlock();
-    wake_.notify_all();
-    for (auto& t : workers_) t.join();
+  } catch (const std::system_error& e) {  // could not start a thread: stop the ones that did start
+    const int started = static_cast<int>(workers_.size());
+    stop_started(threads - started);
+    fail(ErrorKind::io, "could not start CPU thread ", started + 1, " of ", threads, " (", e.code().message(),
+         ": the process's limit on threads or memory): use ",
+         started > 1 ? "at most " + std::to_string(started) : "fewer", " threads");
+  } catch (...) {
+    stop_started(threads - static_cast<int>(workers_.size()));
     throw;
   }
   std::unique_lock<std::mutex> lock(mutex_);
@@ -67,6 +35,17 @@ ThreadPool::ThreadPool(int threads, const std::function<void(int)>& init) {
     for (auto& t : workers_) t.join();
     std::rethrow_exception(e);
   }
+}
+
+void ThreadPool::stop_started(int never_started) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  busy_ -= never_started;
+  done_.wait(lock, [&] { return busy_ == 0; });
+  stop_ = true;
+  lock.unlock();
+  wake_.notify_all();
+  for (auto& t : workers_) t.join();
+  workers_.clear();
 }
 
 ThreadPool::~ThreadPool() {

@@ -17,20 +17,13 @@
 
 namespace sg2::cpu {
 
-/// Cores this process may run on (sched_getaffinity; std::thread::hardware_concurrency as a
-/// fallback); at least 1.
-int available_cores();
-
-/// Threads for the CPU backend: `requested` when > 0, else env SG2_CPU_THREADS when it is a
-/// positive integer, else available_cores(). Throws Error(invalid_argument) for a negative
-/// `requested` or more than 1024 threads.
-int resolve_threads(int requested);
-
 class ThreadPool {
  public:
   /// Starts `threads` (>= 1) workers; `init(worker)` runs first on each worker thread (the
   /// per-thread setup of the math library). The constructor returns once every init has run;
-  /// the first exception an init throws is rethrown here.
+  /// the first exception an init throws is rethrown here. A thread that cannot be started (the
+  /// process's thread or memory limit) stops the ones that did and throws Error(resource)
+  /// "could not start CPU thread K of N (reason): ..." with a hint to use fewer threads.
   ThreadPool(int threads, const std::function<void(int worker)>& init);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -45,6 +38,7 @@ class ThreadPool {
   void run(int64_t units, const std::function<void(int64_t unit, int worker)>& fn);
 
  private:
+  void stop_started(int never_started);  // joins the workers that started (constructor failure)
   void worker_loop(int w, const std::function<void(int)>& init);
 
   std::vector<std::thread> workers_;

@@ -111,21 +111,28 @@ class CudaBackend final : public Backend, public DeviceBench {
 
   std::string name() const override { return "cuda:" + std::to_string(index_); }
 
-  int default_max_batch() const override {
+  int64_t bytes_per_image() const override {
     // fp32 worst case: three activation buffers of the widest layer and two images per sample
     int64_t act = 0;
     for (int r : cfg_.block_resolutions()) act = std::max<int64_t>(act, int64_t(r + 1) * (r + 1) * cfg_.channels_at(r));
-    const int64_t per_sample =
-        4 * (3 * act + 2 * int64_t(cfg_.img_channels) * cfg_.img_resolution * cfg_.img_resolution);
+    return 4 * (3 * act + 2 * int64_t(cfg_.img_channels) * cfg_.img_resolution * cfg_.img_resolution);
+  }
+  int64_t memory_available() const override {
     size_t free_b = 0, total_b = 0;
-    {
-      DeviceGuard g(index_);
-      if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
-        cudaGetLastError();
-        return 8;
-      }
+    DeviceGuard g(index_);
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+      cudaGetLastError();
+      return -1;
     }
-    int64_t n = std::max<int64_t>(1, int64_t(free_b / 2) / std::max<int64_t>(per_sample, 1));
+    return static_cast<int64_t>(free_b);
+  }
+  std::string memory_name() const override { return "GPU memory of " + name(); }
+  bool splits_on_out_of_memory() const override { return true; }
+  int preferred_batch() const override {
+    // a power of two up to 32 within half of the free memory (the rest: workspaces, cuDNN, graphs)
+    const int64_t free_b = memory_available();
+    if (free_b < 0) return 8;
+    const int64_t n = std::max<int64_t>(1, (free_b / 2) / std::max<int64_t>(bytes_per_image(), 1));
     int b = 1;
     while (b * 2 <= n && b < 32) b *= 2;
     return b;

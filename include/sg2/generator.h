@@ -115,6 +115,16 @@ struct GeneratorOptions {
                                ///< b{res}_x, b{res}_img, as the fixtures' debug files)
 };
 
+/// What Generator::plan_batch decided, and from what.
+struct BatchPlan {
+  int batch = 1;                 ///< images per call: `requested` (even when it does not fit), else the default
+  bool fits = true;              ///< batch x bytes_per_image x concurrent fits in bytes_available
+  int largest_fitting = 0;       ///< the largest batch that fits (0: no memory limit is known)
+  int64_t bytes_per_image = 0;   ///< estimated memory one image of a batch needs (0: not estimated)
+  int64_t bytes_available = -1;  ///< memory available to the batches (-1: unknown)
+  std::string memory;            ///< which memory: "host memory", "GPU memory of cuda:0"
+};
+
 /// A generator bound to a device. Not thread-safe; use one per thread.
 class Generator {
  public:
@@ -144,9 +154,18 @@ class Generator {
   /// map() then synthesize().
   Tensor generate(const Tensor& z, const Tensor& c, const Truncation& trunc = {}, const NoiseSpec& noise = {});
 
-  /// The largest batch the generator runs at once: GeneratorOptions::max_batch, or the
-  /// backend's default when that is 0 (calls with more rows are split into such batches).
+  /// The largest batch the generator runs at once: GeneratorOptions::max_batch, or
+  /// plan_batch(0).batch when that is 0 (calls with more rows are split into such batches).
   int max_batch() const;
+
+  /// How big a batch fits: the engine's one answer, for a run of `images` images (0 = not
+  /// known) on `concurrent` generators of this model that share this device's memory at once.
+  /// `requested` > 0: that batch, checked against the memory (BatchPlan::fits says whether it
+  /// does; nothing is thrown); 0: the backend's preferred default (CPU oneDNN: about 1 GiB of
+  /// activations, at most 64; CPU reference: 8; CUDA: a power of two up to 32 within half the
+  /// free GPU memory), cut to what fits. Either way at most `images` when images > 0.
+  /// Throws Error(out_of_memory) only when not even one image fits.
+  BatchPlan plan_batch(int64_t images, int requested = 0, int concurrent = 1) const;
 
   /// Progress of synthesize() / generate(): `callback(fraction)` is called on the calling thread
   /// with the fraction (0, 1] of that call's synthesis work done, after every layer, by the CPU

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -19,6 +20,9 @@ namespace sg2 {
 /// byte (control characters, ESC, newlines, non-ASCII) written as \xNN, cut to `max_len`
 /// characters with "..." appended.
 std::string printable(std::string_view text, size_t max_len = 60);
+
+/// A byte count for messages: "1.5 GiB" (from 1 GiB, one decimal), "12 MiB", "3 KiB" (rounded up).
+std::string byte_size(int64_t bytes);
 
 }  // namespace sg2
 SG2_PUBLIC_END

@@ -1,18 +1,12 @@
 // sg2 CPU reference: the worker count of parallel_for (parallel.h).
 #include "kernels/ref/parallel.h"
 
-#include <cstdlib>
-#include <thread>
+#include "util/cpu_threads.h"
 
 namespace sg2::ref {
 
 int cpu_threads() {
-  static const int n = [] {
-    const char* env = std::getenv("SG2_CPU_THREADS");
-    if (env != nullptr && std::atoi(env) > 0) return std::atoi(env);
-    const unsigned h = std::thread::hardware_concurrency();
-    return h == 0 ? 1 : static_cast<int>(h);
-  }();
+  static const int n = detail::cpu_thread_count(0);  // SG2_CPU_THREADS, checked once, or every core
   return n;
 }
 

@@ -6,16 +6,20 @@
 #include <cstdint>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 namespace sg2::ref {
 
-/// Number of worker threads: env SG2_CPU_THREADS, else std::thread::hardware_concurrency().
+/// Number of worker threads: env SG2_CPU_THREADS, else every core (detail::cpu_thread_count, read
+/// once). Throws Error(invalid_argument) for a bad SG2_CPU_THREADS.
 int cpu_threads();
 
 /// Calls fn(i) for every i in [0, n), spread over cpu_threads() threads. Iterations must be
-/// independent; results do not depend on the thread count. Rethrows the first exception.
+/// independent; results do not depend on the thread count. Rethrows the first exception. When a
+/// thread cannot be started (the process's thread or memory limit), the threads that did start
+/// (and the calling one) do the work: the same results, later.
 template <typename Fn>
 void parallel_for(int64_t n, Fn&& fn) {
   const int threads = static_cast<int>(std::min<int64_t>(cpu_threads(), n));
@@ -41,7 +45,14 @@ void parallel_for(int64_t n, Fn&& fn) {
     }
   };
   std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  pool.reserve(static_cast<size_t>(threads));
+  for (int t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(worker);
+    } catch (const std::system_error&) {
+      break;  // fewer threads: the same results (iterations are independent)
+    }
+  }
   worker();
   for (auto& t : pool) t.join();
   if (error) std::rethrow_exception(error);
