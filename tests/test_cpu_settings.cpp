@@ -13,8 +13,10 @@ using namespace sg2::test;
 
 namespace {
 
-CliResult generate(const std::string& dir, const std::vector<std::string>& env, const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> args = {"generate", "--seeds", "0-1", "--class", "1", "--device", "cpu", "--outdir", dir, "-q"};
+CliResult generate(const std::string& dir, const std::vector<std::string>& env,
+                   const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"generate", "--seeds", "0-1",      "--class", "1",
+                                   "--device", "cpu",     "--outdir", dir,       "-q"};
   args.insert(args.end(), extra.begin(), extra.end());
   return run_cli(args, env);
 }
@@ -34,8 +36,9 @@ TEST(CpuSettings, ThreadCountIsCheckedUnderBothCpuPaths) {
   for (const char* ref : {"SG2_CPU_REFERENCE=1", "SG2_CPU_REFERENCE="}) {
     CliResult r = generate(dir + "/a", {ref, "SG2_CPU_THREADS=abc"});
     EXPECT_EQ(r.status, 2) << ref << "\n" << describe(r);
-    EXPECT_EQ(r.err,
-              "sg2 generate: error: SG2_CPU_THREADS='abc' is not a thread count in [1, 1024] (unset it for every core)\n")
+    EXPECT_EQ(
+        r.err,
+        "sg2 generate: error: SG2_CPU_THREADS='abc' is not a thread count in [1, 1024] (unset it for every core)\n")
         << ref;
     r = generate(dir + "/b", {ref, "SG2_CPU_THREADS=0"});
     EXPECT_EQ(r.status, 2) << ref << "\n" << describe(r);

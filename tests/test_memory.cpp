@@ -44,9 +44,7 @@ TEST(HostMemory, MemAvailableWithoutCgroupLimits) {
   EXPECT_EQ(detail::host_memory_available(root), 16 * GiB);
 }
 
-TEST(HostMemory, NothingReadableIsUnknown) {
-  EXPECT_EQ(detail::host_memory_available(test::temp_dir("mem_none")), -1);
-}
+TEST(HostMemory, NothingReadableIsUnknown) { EXPECT_EQ(detail::host_memory_available(test::temp_dir("mem_none")), -1); }
 
 TEST(HostMemory, NestedCgroupV2LimitsAreReadAtEveryLevel) {
   // A Slurm step: the job's cgroup has the limit, the step's says "max"; the root has no files.
