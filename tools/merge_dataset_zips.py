@@ -140,9 +140,17 @@ class Entry:
         return ((d >> 9) + 1980, (d >> 5) & 15, d & 31, t >> 11, (t >> 5) & 63, (t & 31) * 2)
 
 
+def read_bytes(f, offset, n, where):
+    """Up to n bytes at offset; a read error is a refusal naming the part."""
+    try:
+        f.seek(offset)
+        return f.read(n)
+    except OSError as err:
+        raise Refused(where, f'cannot read: {esc(err.strerror or str(err))}') from None
+
+
 def read_at(f, offset, n, where, what):
-    f.seek(offset)
-    data = f.read(n)
+    data = read_bytes(f, offset, n, where)
     if len(data) != n:
         raise Refused(where, f'truncated: the file ends inside {what}')
     return data
@@ -324,8 +332,7 @@ def read_directory(f, size, where):
             raise Refused(where, f"entry '{esc(e.name)}': its data runs past the entries' area")
         local_name = head[LOCAL.size:LOCAL.size + name_len]
         if name_len != len(e.name) or local_name != e.name or method != e.method or flags & 0x41:
-            f.seek(e.header + LOCAL.size)
-            local_name = f.read(min(name_len, 400))
+            local_name = read_bytes(f, e.header + LOCAL.size, min(name_len, 400), where)
             raise Refused(where, f"entry '{esc(e.name)}': its local header disagrees with the central directory "
                           f"(name '{esc(local_name)}', method {method})")
     by_place = sorted(entries, key=lambda e: e.header)
@@ -340,13 +347,14 @@ def read_entry(f, e, where, sink, check_crc=True):
     size, which it must have exactly; its CRC-32 checked (unless `check_crc` is false: the fuzz target
     uses that to reach the checks behind it)."""
     name = f"entry '{esc(e.name)}'"
-    f.seek(e.data)
+    at = e.data
     left = e.csize
     crc = 0
     produced = 0
     inflate = zlib.decompressobj(-15) if e.method == 8 else None
     while left > 0:
-        block = f.read(min(CHUNK, left))
+        block = read_bytes(f, at, min(CHUNK, left), where)
+        at += len(block)
         if not block:
             raise Refused(where, f'{name}: truncated: the file ends inside its data')
         left -= len(block)
@@ -711,12 +719,13 @@ def write_merged(out_path, ordered, reopen):
     folder = os.path.dirname(out_path) or '.'
     umask = os.umask(0o022)
     os.umask(umask)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(out_path) + '.', suffix='.tmp', dir=folder)
-    except OSError as err:
-        raise Refused(out_path, f'cannot create a temporary file in {esc(folder)}: {err.strerror}') from None
+    tmp = None
     done = False
     try:
+        try:
+            fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(out_path) + '.', suffix='.tmp', dir=folder)
+        except OSError as err:
+            raise Refused(out_path, f'cannot create a temporary file in {esc(folder)}: {err.strerror}') from None
         try:
             with os.fdopen(fd, 'w+b') as raw:
                 images = write_archive(raw, ordered, reopen)
@@ -744,7 +753,7 @@ def write_merged(out_path, ordered, reopen):
         except OSError:
             pass  # the rename is done; a folder that cannot be synced is no error
     finally:
-        if not done:
+        if not done and tmp is not None:
             try:
                 os.unlink(tmp)
             except OSError:
@@ -777,8 +786,8 @@ def merge(out_path, paths, allow_partial=False):
               f"{'are' if len(missing) > 1 else 'is'} missing (--allow-partial): the merged set has gaps",
               file=sys.stderr)
     lock = OutputLock(out_path)
-    lock.acquire()
     try:
+        lock.acquire()
         return write_merged(out_path, ordered, reopen_part)
     finally:
         lock.release()
