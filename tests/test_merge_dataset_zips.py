@@ -615,6 +615,18 @@ class Output(MergeTest):
         self.assertEqual(stat.S_IMODE(os.stat(self.out).st_mode), 0o666 & ~umask)
         self.assertEqual(sorted(os.listdir(self.dir)), sorted(['out.zip'] + [os.path.basename(p) for p in self.parts]))
 
+    def test_closed_stdout(self):
+        # The summary cannot be printed (stdout closed, or a pipe whose reader is gone): the merge is done,
+        # exit 0, and no traceback.
+        import shlex
+        cmd = ' '.join(shlex.quote(a) for a in [sys.executable, TOOL, self.out] + self.parts)
+        for shell in (cmd + ' >&-', cmd + ' | true'):
+            r = subprocess.run(['bash', '-c', 'set -o pipefail; ' + shell + '; echo "rc=$?" >&2'], capture_output=True,
+                               timeout=60)
+            self.assertEqual(r.stderr.decode(), 'rc=0\n', shell)
+            self.assertEqual(len(self.merged()[0]), 6)
+            os.remove(self.out)
+
     def test_stale_lock_files(self):
         # An empty lock file left by a killed merge is taken over and removed; a file of that name with
         # content is used as the lock but kept.

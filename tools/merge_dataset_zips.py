@@ -744,6 +744,7 @@ def write_merged(out_path, ordered, reopen):
         except OSError as err:
             raise Refused(out_path, f'cannot rename the merged archive into place: {err.strerror}') from None
         done = True
+        _state['replaced'] = True
         try:
             dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             try:
@@ -782,9 +783,8 @@ def merge(out_path, paths, allow_partial=False):
     if missing:
         run, _, count = ordered[0].shard
         many = 'shards' if len(missing) > 1 else 'shard'
-        print(f"{PROG}: warning: {esc(run)}-shard*of{count}.zip: {many} {number_list(missing)} of {count} "
-              f"{'are' if len(missing) > 1 else 'is'} missing (--allow-partial): the merged set has gaps",
-              file=sys.stderr)
+        complain(f"{PROG}: warning: {esc(run)}-shard*of{count}.zip: {many} {number_list(missing)} of {count} "
+                 f"{'are' if len(missing) > 1 else 'is'} missing (--allow-partial): the merged set has gaps")
     lock = OutputLock(out_path)
     try:
         lock.acquire()
@@ -794,6 +794,17 @@ def merge(out_path, paths, allow_partial=False):
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_state = {'replaced': False}  # whether OUT was renamed into place (an interrupt after it keeps it)
+
+
+def complain(line):
+    """One line on stderr (nothing when stderr is closed)."""
+    try:
+        if sys.stderr is not None:
+            print(line, file=sys.stderr)
+            sys.stderr.flush()
+    except OSError:
+        pass
 
 
 def _on_signal(signum, frame):
@@ -821,24 +832,31 @@ def main(argv=None):
     try:
         images = merge(args.out, args.parts, args.allow_partial)
     except Refused as err:
-        print(err.line(), file=sys.stderr)
+        complain(err.line())
         return 1
-    except Interrupted as err:
-        print(f'{PROG}: error: interrupted by {signal.Signals(err.signum).name}: nothing was written', file=sys.stderr)
-        return 128 + err.signum
-    except KeyboardInterrupt:
-        print(f'{PROG}: error: interrupted: nothing was written', file=sys.stderr)
-        return 130
+    except (Interrupted, KeyboardInterrupt) as err:
+        signum = err.signum if isinstance(err, Interrupted) else signal.SIGINT
+        by = f' by {signal.Signals(signum).name}' if signum != signal.SIGINT else ''
+        what = f'{esc(args.out)} was written, complete' if _state['replaced'] else 'nothing was written'
+        complain(f'{PROG}: error: interrupted{by}: {what}')
+        return 128 + signum
     except MemoryError:
-        print(f'{PROG}: error: out of memory', file=sys.stderr)
+        complain(f'{PROG}: error: out of memory')
         return 1
     except Exception as err:  # a bug: still one line, never a traceback
-        print(f'{PROG}: error: internal error: {type(err).__name__}: {esc(str(err))}', file=sys.stderr)
+        complain(f'{PROG}: error: internal error: {type(err).__name__}: {esc(str(err))}')
         return 1
+    for s in STOP_SIGNALS:  # done: a signal now would only cut the summary short
+        signal.signal(s, signal.SIG_IGN)
     try:
-        print(f'{PROG}: {images} images from {len(args.parts)} archives in {esc(args.out)}')
-    except OSError:
-        pass
+        if sys.stdout is not None:  # None: started with stdout closed
+            print(f'{PROG}: {images} images from {len(args.parts)} archives in {esc(args.out)}', file=sys.stdout)
+            sys.stdout.flush()
+    except OSError:  # stdout gone (a closed pipe): the merge is done all the same
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
     return 0
 
 
