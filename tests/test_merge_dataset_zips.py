@@ -825,9 +825,19 @@ class ValidMerges(MergeTest):
         b = write('fakes-shard1of3.zip', 'file', first=3, n=3, zip64=True)
         c = write('fakes-shard2of3.zip', 'stream', first=6, n=2)
         self.check([a, b, c], range(8))
-        # zip64 records and extra fields in every central entry (as past 65,535 entries or 4 GiB).
+        # zip64 records and extra fields in every central entry (as past 65,535 entries or 4 GiB): our
+        # writer's, and zipfile's with its limits lowered.
         d = self.write('fakes-shard2of3.zip', raw_zip(members(6, 2), zip64=True))
         self.check([a, b, d], range(8))
+        limits = zipfile.ZIP64_LIMIT, zipfile.ZIP_FILECOUNT_LIMIT
+        try:
+            zipfile.ZIP64_LIMIT, zipfile.ZIP_FILECOUNT_LIMIT = 16, 1
+            e = write('fakes-shard2of3.zip', 'file', first=6, n=2, zip64=True)
+        finally:
+            zipfile.ZIP64_LIMIT, zipfile.ZIP_FILECOUNT_LIMIT = limits
+        with open(e, 'rb') as f:
+            self.assertIn(b'PK\x06\x06', f.read())
+        self.check([a, b, e], range(8))
 
     def fill(self, z, kw):
         first, n = kw['first'], kw['n']

@@ -41,7 +41,8 @@ def make_seeds(folder):
     os.makedirs(folder, exist_ok=True)
     seeds = {}
 
-    def part(name, n, first=0, label=2, compression=zipfile.ZIP_STORED, zip64=False, extra=(), order=None):
+    def part(name, n, first=0, label=2, compression=zipfile.ZIP_STORED, zip64=False, extra=(), order=None,
+             json_text=None):
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, 'w', compression=compression) as z:
             idx = list(range(first, first + n)) if order is None else order
@@ -51,7 +52,8 @@ def make_seeds(folder):
             for ename, data in extra:
                 z.writestr(ename, data)
             labels = None if label is None else [[img(i), label] for i in sorted(idx)]
-            z.writestr('dataset.json', json.dumps({'labels': labels}))
+            if json_text != '':
+                z.writestr('dataset.json', json_text or json.dumps({'labels': labels}))
         seeds[name] = buf.getvalue()
 
     part('cond', 3)
@@ -67,6 +69,18 @@ def make_seeds(folder):
     link.external_attr = 0o120777 << 16
     part('symlink', 1, extra=[(link, b'target')])
     part('bomb', 1, compression=zipfile.ZIP_DEFLATED, extra=[(img(1), bytes(200000))])
+    part('gap', 3, order=[0, 1, 3])
+    part('nojson', 2, json_text='')
+    part('deep', 1, json_text='[' * 3000 + ']' * 3000)
+    # zip64 end records and zip64 extra fields in the central directory (as past 65,535 entries or
+    # 4 GiB), by lowering zipfile's limits while the seed is written.
+    limits = zipfile.ZIP64_LIMIT, zipfile.ZIP_FILECOUNT_LIMIT
+    try:
+        zipfile.ZIP64_LIMIT, zipfile.ZIP_FILECOUNT_LIMIT = 16, 1
+        part('zip64-records', 2, zip64=True)
+        part('zip64-records-deflated', 2, compression=zipfile.ZIP_DEFLATED, label=None, zip64=True)
+    finally:
+        zipfile.ZIP64_LIMIT, zipfile.ZIP_FILECOUNT_LIMIT = limits
     # A stream (data descriptors, as libarchive writes).
     raw = io.BytesIO()
 
