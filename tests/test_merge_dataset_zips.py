@@ -627,6 +627,20 @@ class Output(MergeTest):
             self.assertEqual(len(self.merged()[0]), 6)
             os.remove(self.out)
 
+    def test_a_file_system_without_locks(self):
+        # flock failing (ENOLCK, as on an NFS mount without a lock daemon): a warning, and the merge goes on.
+        driver = ('import errno, sys; sys.path.insert(0, sys.argv[1]); import merge_dataset_zips as m\n'
+                  'def no_locks(fd, op):\n'
+                  '    raise OSError(errno.ENOLCK, "No locks available")\n'
+                  'm.fcntl.flock = no_locks\n'
+                  'sys.exit(m.main(sys.argv[2:]))\n')
+        r = subprocess.run([sys.executable, '-c', driver, TOOLS, self.out] + self.parts, capture_output=True, timeout=60)
+        self.assertEqual((r.returncode, r.stderr.decode()), (0, f'merge_dataset_zips: warning: {self.out}: cannot lock '
+                         f'{self.out}.lock (No locks available): a second merge into it at the same time would not be '
+                         'stopped (each still writes a whole archive)\n'))
+        self.assertEqual(len(self.merged()[0]), 6)
+        self.assertEqual(sorted(os.listdir(self.dir)), sorted(['out.zip'] + [os.path.basename(p) for p in self.parts]))
+
     def test_stale_lock_files(self):
         # An empty lock file left by a killed merge is taken over and removed; a file of that name with
         # content is used as the lock but kept.

@@ -29,7 +29,8 @@ terminal), exit status 1 (2 for a usage error); nothing is written. The merged a
 to a new private temporary file in OUT's folder (a unique name, never a predictable one), fsync'd
 and renamed onto OUT; it is removed on any failure, Ctrl-C, SIGTERM and SIGHUP. A merge holds an
 exclusive lock (OUT.lock beside OUT, removed afterwards) while it writes, so a second merge into the
-same OUT at the same time stops with "another merge is writing OUT". On success it prints
+same OUT at the same time stops with "another merge is writing OUT" (on a file system without locks it
+warns and goes on: each merge still writes a whole archive of its own and renames it atomically). On success it prints
 `merge_dataset_zips: N images from K archives in OUT`. Standard library only.
 """
 import argparse
@@ -653,7 +654,19 @@ class OutputLock:
                     raise Refused(self.out_path, f'another merge is writing {esc(self.out_path)} (it holds '
                                   f'{esc(self.path)}); wait for it to finish') from None
                 except OSError as err:
-                    raise Refused(self.out_path, f'cannot lock {esc(self.path)}: {err.strerror}') from None
+                    # A file system without locks (ENOLCK, EOPNOTSUPP): the merge goes on unlocked, since
+                    # its own temporary and the atomic rename keep OUT whole; only the early stop of a
+                    # second merge is lost, and the warning says so.
+                    complain(f'{PROG}: warning: {esc(self.out_path)}: cannot lock {esc(self.path)} '
+                             f'({esc(err.strerror or str(err))}): a second merge into it at the same time would not '
+                             'be stopped (each still writes a whole archive)')
+                    if created:
+                        try:
+                            os.unlink(self.path)
+                        except OSError:
+                            pass
+                    os.close(fd)
+                    return
                 locked = True
                 try:
                     now = os.lstat(self.path)
