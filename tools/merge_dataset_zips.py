@@ -9,8 +9,8 @@ recompression), in position order, and one dataset.json whose labels are the sha
 
 The parts are treated as untrusted input and checked completely before anything is written:
   * each part is a zip archive (zip64 included) of regular-file entries only, named exactly
-    NNNNN/imgNNNNNNNN.png (dataset_tool.py's layout: the folder is the first 5 of the image's 8-digit
-    position in the whole seed list) or dataset.json; no absolute, '..', '.', backslash, NUL or other
+    NNNNN/imgNNNNNNNN.png (dataset_tool.py's layout, f'{i:08d}'[:5]/img{i:08d}.png for the image's
+    position i in the whole seed list) or dataset.json; no absolute, '..', '.', backslash, NUL or other
     names, no folders, symbolic links, encrypted entries, duplicates or overlapping entries; entries
     stored or deflated (a deflated one may declare at most 100x its compressed size, and a part at
     most 100x its file size), every byte counted against the declared size and its CRC checked;
@@ -25,12 +25,14 @@ The parts are treated as untrusted input and checked completely before anything 
   * OUT ends in .zip, is not one of the parts, and is not a symbolic link, folder or other
     non-regular file (a regular file there is replaced).
 A refusal is one line on stderr, `merge_dataset_zips: error: FILE: problem` (names escaped for the
-terminal), exit status 1 (2 for a usage error); nothing is written. The merged archive is written
-to a new private temporary file in OUT's folder (a unique name, never a predictable one), fsync'd
-and renamed onto OUT; it is removed on any failure, Ctrl-C, SIGTERM and SIGHUP. A merge holds an
-exclusive lock (OUT.lock beside OUT, removed afterwards) while it writes, so a second merge into the
-same OUT at the same time stops with "another merge is writing OUT" (on a file system without locks it
-warns and goes on: each merge still writes a whole archive of its own and renames it atomically). On success it prints
+terminal), exit status 1 (2 for a usage error); nothing is written. (The images' bytes are checked as
+they are copied: a damaged one stops the merge there and its temporary file is removed.) The merged
+archive is written to a new private temporary file in OUT's folder (mkstemp: a random name, created
+exclusively, never through a link), fsync'd and renamed onto OUT; it is removed on any failure,
+Ctrl-C, SIGTERM and SIGHUP. A merge holds an exclusive lock (OUT.lock beside OUT, removed afterwards)
+while it writes, so a second merge into the same OUT at the same time stops with "another merge is
+writing OUT" (on a file system without locks it warns and goes on: each merge still writes a whole
+archive of its own and renames it atomically). On success it prints
 `merge_dataset_zips: N images from K archives in OUT`. Standard library only.
 """
 import argparse
