@@ -54,7 +54,7 @@ MAX_RATIO = 100  # a deflated entry may declare at most this many times its comp
 RATIO_SLACK = 1024
 JSON_LIMIT = 64 << 20  # dataset.json: at most this many bytes plus JSON_PER_IMAGE per image entry
 JSON_PER_IMAGE = 64
-MAX_SHARDS = 1 << 20  # sg2's limit on N (engine/src/shard.cpp kMaxShards)
+MAX_SHARDS = 1 << 20  # sg2's limit on N (kMaxShards in shard.cpp)
 CHUNK = 1 << 20
 LIST_AT_MOST = 10  # missing shards named in a message
 
