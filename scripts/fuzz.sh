@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Builds sg2's libFuzzer targets (tests/fuzz) with clang into build-fuzz/ (CPU only; tests and
-# apps off) and runs each for a bounded time, seeded from the test checkpoints and fixtures:
-#   fuzz_pickle 20 s, fuzz_zip 12 s, fuzz_checkpoint 16 s, fuzz_model_file 8 s, fuzz_npy 4 s
-#   (one minute in all by default).
+# apps off) and runs each for a bounded time, seeded from the test checkpoints and fixtures, then
+# tools/merge_dataset_zips.py's parser under atheris (tests/fuzz/fuzz_merge_zips.py, seeded with the
+# parts it generates and the sg2-written archives in tests/data/merge):
+#   fuzz_pickle 16 s, fuzz_zip 12 s, fuzz_checkpoint 16 s, fuzz_model_file 8 s, fuzz_npy 4 s,
+#   fuzz_merge_zips 4 s (one minute in all by default).
+# atheris (PyPI) is installed with pip for python3 when missing (scripts/setup.sh does too); only when
+# that fails is fuzz_merge_zips skipped, saying so.
 # Exits non-zero when any fuzzer finds a crash, a sanitizer report, a leak or a hang; the input
 # that triggered it is saved under build-fuzz/artifacts/. The grown corpus stays in
 # build-fuzz/corpus/ for the next run.
@@ -43,16 +47,30 @@ seeds fuzz_model_file
 seeds fuzz_npy "$data"/fixtures/tiny32/z_s0.npy "$data"/checkpoints/rosinality16_train_w_avg.npy \
   "$data"/official_extra/ada_resnet32_rgba_cond/c_s0.npy models/digits32/goldens/ws_s0_c0_psi1.npy
 
+# The merge tool's target: atheris for the python3 on PATH, installed when missing.
+atheris_ok() { command -v python3 >/dev/null && python3 -c 'import atheris' >/dev/null 2>&1; }
+if command -v python3 >/dev/null && ! atheris_ok; then
+  echo "sg2 fuzz: installing atheris (pip) for fuzz_merge_zips"
+  python3 -m pip install --disable-pip-version-check -q atheris >"$dir/atheris-install.log" 2>&1 || true
+fi
+if atheris_ok; then
+  rm -rf "$dir/seeds/fuzz_merge_zips"
+  python3 tests/fuzz/fuzz_merge_zips.py --make-seeds "$dir/seeds/fuzz_merge_zips"
+fi
+
 status=0
-run() {  # run <target> <seconds> <max_len>
+run() {  # run <target> <seconds> <max_len> [command...]: the command defaults to the built target
   local name=$1 secs=$2 max_len=$3
+  shift 3
+  local cmd=("$@")
+  if (( ${#cmd[@]} == 0 )); then cmd=("$dir/tests/fuzz/$name"); fi
   mkdir -p "$dir/corpus/$name" "$dir/artifacts"
   if (( secs <= 0 )); then  # libFuzzer reads -max_total_time=0 as "no limit"
     echo "sg2 fuzz: $name skipped (its share of SG2_FUZZ_SECONDS=$total is 0 s)"
     return
   fi
   echo "sg2 fuzz: $name for ${secs} s"
-  if ! "$dir/tests/fuzz/$name" -max_total_time="$secs" -max_len="$max_len" -rss_limit_mb=2048 -timeout=30 \
+  if ! "${cmd[@]}" -max_total_time="$secs" -max_len="$max_len" -rss_limit_mb=2048 -timeout=30 \
        -print_final_stats=1 -artifact_prefix="$dir/artifacts/$name-" "$dir/corpus/$name" "$dir/seeds/$name" \
        >"$dir/$name.log" 2>&1; then
     echo "sg2 fuzz: $name FOUND A PROBLEM (log: $dir/$name.log)" >&2
@@ -62,10 +80,16 @@ run() {  # run <target> <seconds> <max_len>
     grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$dir/$name.log" | sed "s/^/  /"
   fi
 }
-run fuzz_pickle $(( total * 20 / 60 )) 200000
+run fuzz_pickle $(( total * 16 / 60 )) 200000
 run fuzz_zip $(( total * 12 / 60 )) 700000
 run fuzz_checkpoint $(( total * 16 / 60 )) 200000
 run fuzz_model_file $(( total * 8 / 60 )) 200000
 run fuzz_npy $(( total * 4 / 60 )) 100000
+if atheris_ok; then
+  run fuzz_merge_zips $(( total * 4 / 60 )) 65536 python3 tests/fuzz/fuzz_merge_zips.py
+else
+  echo "sg2 fuzz: fuzz_merge_zips skipped: atheris is not installed for python3 and pip could not install it" \
+       "(see $dir/atheris-install.log)"
+fi
 if (( status == 0 )); then echo "sg2 fuzz: no crashes"; fi
 exit $status

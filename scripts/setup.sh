@@ -40,6 +40,15 @@ else
   echo "sg2 setup: all build dependencies are installed"
 fi
 
+# atheris (PyPI, pip): the coverage-guided fuzzer of tools/merge_dataset_zips.py's parser
+# (tests/fuzz/fuzz_merge_zips.py). Optional: scripts/fuzz.sh skips that one target, saying so, where
+# pip cannot install it (no pip, or a system Python that refuses pip installs).
+if [[ "${SG2_WITH_FUZZ:-1}" == "1" ]] && command -v python3 >/dev/null && ! python3 -c 'import atheris' 2>/dev/null; then
+  echo "sg2 setup: installing atheris for python3 (pip)"
+  python3 -m pip install --disable-pip-version-check -q atheris ||
+    echo "sg2 setup: note: pip could not install atheris; scripts/fuzz.sh will skip fuzz_merge_zips" >&2
+fi
+
 # The CUDA toolkit is optional; when it sits in /usr/local/cuda but not on PATH, use it.
 if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
   echo "sg2 setup: using the CUDA toolkit in /usr/local/cuda"
