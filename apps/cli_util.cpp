@@ -311,15 +311,17 @@ Tensor class_labels(const cxxopts::ParseResult& args, const ModelConfig& cfg, in
 void add_shard_option(cxxopts::Options& opts) {
   opts.add_options()("shard",
                      "make only part I of N of the list (0 <= I < N; contiguous blocks in list order); "
-                     "default: from Slurm job arrays, srun or mpirun (README \"Bulk generation\"); 0/1 = all",
+                     "default: from Slurm job arrays, srun or mpirun (docs/bulk.md); 0/1 = all",
                      cxxopts::value<std::string>(), "I/N");
 }
 
 void add_png_level_option(cxxopts::Options& opts) {
-  opts.add_options()("png-level",
-                     "PNG compression: 0-9 as PIL's compress_level (default 6: the official PNGs' size), "
-                     "fast (~8x faster, ~5 % larger) or smallest; the pixels are the same at every level",
-                     cxxopts::value<std::string>()->default_value("default"), "L");
+  opts.add_options()(
+      "png-level",
+      "PNG compression: 0-9 as PIL's compress_level (default 6: the official PNGs' size), "
+      "fast (~8x faster; ~5 % larger at 1024x1024, sizes vary with the image size: docs/bulk.md) or smallest; "
+      "the pixels are the same at every level",
+      cxxopts::value<std::string>()->default_value("default"), "L");
 }
 
 PngOptions png_options(const cxxopts::ParseResult& args) {

@@ -1,7 +1,7 @@
 // sg2: PNG encoding (image.h): PIL's row filters, then zlib (levels 0-9, as PIL's compress_level) or
 // libdeflate (fast, smallest) for the zlib stream, in chunks IHDR, IDAT, IEND.
 //
-// Why not stb_image_write (measured on 1024x1024 StyleGAN2 images, README "Bulk generation"): stb
+// Why not stb_image_write (measured on 1024x1024 StyleGAN2 images, docs/bulk.md): stb
 // also tries the Average filter and cannot leave it out per call; Average rows deflate worse, and
 // its choice made every level about 0.8 % larger than with PIL's four filters. libdeflate has no
 // Z_FILTERED strategy, and without it no level below 10 reaches PIL's size. zlib with PIL's

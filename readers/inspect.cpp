@@ -137,8 +137,15 @@ std::string inspect_to_text(const InspectReport& r) {
   auto row = [&](const char* k, const std::string& v) { os << "  " << std::left << std::setw(18) << k << v << "\n"; };
   os << r.file << "\n";
   row("format", r.format + ", " + std::to_string(r.file_size) + " bytes");
-  row("family",
-      detail::printable(r.family, 80) + (r.generator.empty() ? "" : " (" + detail::printable(r.generator, 80) + ")"));
+  // "stylegan3" is the stylegan3 repository's StyleGAN2 network (--cfg=stylegan2): its alias-free
+  // StyleGAN3 generators are refused. The JSON and the model file keep the family's plain name.
+  std::string family = detail::printable(r.family, 80), detail_text;
+  if (r.family == "stylegan3") {
+    family += " repo";
+    detail_text = "StyleGAN2 network";
+  }
+  if (!r.generator.empty()) detail_text += (detail_text.empty() ? "" : ", ") + detail::printable(r.generator, 80);
+  row("family", family + (detail_text.empty() ? "" : " (" + detail_text + ")"));
   row("resolution", std::to_string(c.img_resolution) + "x" + std::to_string(c.img_resolution) + ", " +
                         std::to_string(c.img_channels) + " channel" + (c.img_channels == 1 ? "" : "s"));
   row("num_ws", std::to_string(c.num_ws));

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's first command: installs what is missing (scripts/setup.sh), builds sg2 (scripts/build.sh)
-# without the test suites, then generates ten handwritten "7"s from the bundled digits32 model into out/
+# without the test suites, then generates ten handwritten "6"s from the bundled digits32 model into out/
 # (seed0000.png ... seed0009.png and grid.png). Extra arguments go to `sg2 generate`.
 # The build fits the machine: with an NVIDIA GPU (nvidia-smi lists one) and the CUDA toolkit, the CUDA
 # backend for that GPU's architecture; otherwise the CPU backend alone (SG2_CUDA=ON builds CUDA anyway).
@@ -18,5 +18,5 @@ if [[ -z "${SG2_CUDA:-}" ]]; then
 fi
 SG2_TESTS=${SG2_TESTS:-OFF} scripts/build.sh
 build_dir=${SG2_BUILD_DIR:-build}
-"$build_dir/sg2" generate --seeds 0-9 --class 7 --grid 10x1 --outdir out "$@"
-echo "sg2 demo: open out/grid.png (ten 7s, seeds 0-9); try --class 3, --trunc 0.7, or sg2 --help"
+"$build_dir/sg2" generate --seeds 0-9 --class 6 --grid 10x1 --outdir out "$@"
+echo "sg2 demo: open out/grid.png (ten 6s, seeds 0-9); try --class 3, --trunc 0.7, or sg2 --help"

@@ -5,7 +5,8 @@
 #      -DCMAKE_PREFIX_PATH, then run from another directory: embed (C++ API), stream (streaming API) and embed_c (C ABI) must
 #      find the bundled model under <prefix>/share/sg2/models and write four, 100 and three PNGs;
 #   3. the installed `sg2` CLI generates from its bundled model;
-#   4. a C program compiled against the installed sg2_c.h and libsg2.
+#   4. a C program compiled against the installed sg2_c.h and libsg2;
+#   and LICENSE and NOTICE are installed in <prefix>/share/doc/sg2.
 # Environment: SG2_BUILD_DIR (default build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,9 @@ prefix=$tmp/prefix
 
 echo "sg2 install test: cmake --install $build_dir --prefix $prefix"
 cmake --install "$build_dir" --prefix "$prefix" >"$tmp/install.log"
+for f in LICENSE NOTICE; do
+  cmp "$src/$f" "$prefix/share/doc/sg2/$f" || { echo "install: $f is not installed in share/doc/sg2" >&2; exit 1; }
+done
 gen=()
 if command -v ninja >/dev/null; then gen=(-G Ninja); fi
 cmake -S "$src/apps/examples" -B "$tmp/examples" "${gen[@]}" -DCMAKE_PREFIX_PATH="$prefix" >"$tmp/configure.log" \

@@ -55,7 +55,7 @@ struct ConvShape {
 /// The selection table, in one place: the implementations to try for a convolution of `s` in
 /// `math` on this device, best first; Conv::select takes the first that runs (the direct kernel
 /// when none does). It never depends on the batch size (s.N is ignored), so an image's bits do
-/// not either (sg2's own kernels; README "Batch invariance").
+/// not either (sg2's own kernels; docs/precision.md, "Batch invariance").
 ///   every math: tensor_core where the device runs it (sm_80+ with the kernel's shared memory per
 ///                block; wgmma on Hopper), 3x3, Cin a multiple of 32 (64 for fp16) and Cout of 32;
 ///   fp32_strict: then simt (3x3, Cin % 8, Cout % 32);

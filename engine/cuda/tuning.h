@@ -4,7 +4,7 @@
 //
 // The defaults are the fastest measured, and what every test and benchmark runs. The switches
 // exist for A/B measurements and to run the fallbacks on a GPU that would not choose them
-// (README "Running the GPU tests" lists them):
+// (docs/developing.md, "Switches for A/B measurements", lists them):
 //   SG2_FP32_CONV=simt|cudnn    strict fp32 on FMA pipes only: the SIMT implicit GEMM first, or
 //                               cuDNN's FMA algorithms only (default: the 3xTF32 tensor-core kernel)
 //   SG2_CONV=direct             every convolution on the direct kernel (slow; for checks)
@@ -16,7 +16,7 @@
 //                               choices before batch invariance: faster, not batch-invariant)
 //   SG2_TF32X3_KERNEL=mma       the mma.sync 3xTF32 kernel on Hopper too (default there: wgmma)
 //   SG2_TF32X3_TMA_X=0          the wgmma kernel copies activations with cp.async, not TMA
-//   SG2_UNFUSED_CONV1=1         fp16 conv1 and its epilogue as two kernels (cuDNN + conv_epilogue)
+//   SG2_UNFUSED_CONV1=1         fp16 conv1 and its epilogue as two kernels (Conv + conv_epilogue)
 //   SG2_UPCONV_2D=1             the up-conv epilogue's 2-D FIR even where it factors into 1-D taps
 //   SG2_EPILOGUE_GENERAL=1      the general conv epilogue kernel instead of the shared-table one
 //   SG2_AUTO_FP32_MATH=tf32     plain TF32 in auto's fp32 blocks (as PyTorch's allow_tf32; not

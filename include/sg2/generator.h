@@ -99,7 +99,7 @@ struct GeneratorOptions {
   int max_batch = 0;  ///< largest batch run at once; 0 = backend default
   /// true (default): an image's bits never depend on how it is batched — the batch size, its
   /// position in the batch, the number of generators (CUDA: sg2's own kernels only, every choice
-  /// fixed per layer; README "Batch invariance"). false (CUDA): cuDNN for the tf32 and fp16
+  /// fixed per layer; docs/precision.md, "Batch invariance"). false (CUDA): cuDNN for the tf32 and fp16
   /// convolutions and split-K tuned to the batch, faster on an H200 (auto +29 % img/s at batch 32)
   /// but an image may then differ in its last bits between batch sizes. The CPU backend is
   /// batch-invariant either way.

@@ -52,7 +52,7 @@ void check_png_size(int64_t width, int64_t height, int64_t channels, PngWrite ho
 /// sg2's files are PIL's size (measured: -0.02 % over 1024x1024 StyleGAN2 images), so the default
 /// is never larger than the official PNGs. Two named levels use libdeflate: fast (level 1: about
 /// 8x faster than 6, files about 5 % larger) and smallest (level 12: 3.5-4.5 % smaller than PIL,
-/// 2-3.5x slower than 6). README "Bulk generation" has the measured table.
+/// 2-3.5x slower than 6). docs/bulk.md has the measured table.
 constexpr int kPngLevelMin = 0;
 constexpr int kPngLevelDefault = 6;
 constexpr int kPngLevelFast = 10;      ///< "fast": libdeflate level 1

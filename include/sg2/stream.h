@@ -13,8 +13,8 @@
 // On the GPU the official uint8 conversion runs on the device and only uint8 crosses to the host
 // (pinned buffers, asynchronous copies); the next batch computes meanwhile. Memory is bounded:
 // each generator has StreamOptions::batches_in_flight batches of host memory, whatever the job's
-// length. Images do not depend on how the job is batched or spread over generators (README
-// "Batch invariance").
+// length. Images do not depend on how the job is batched or spread over generators
+// (docs/precision.md, "Batch invariance").
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // sg2 GPU tests: the official uint8 conversion on the GPU, streaming generation (sg2/stream.h) on
 // the CUDA backend (one and two workers on one GPU), and batch invariance: an image's bits do not
 // depend on the batch size, its position in the batch or the number of workers, in every precision
-// (README "Batch invariance").
+// (docs/precision.md, "Batch invariance").
 #include <gtest/gtest.h>
 
 #include <algorithm>
