@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -164,12 +165,15 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> expected_tensors(const
   return t;
 }
 
-std::vector<ModelProblem> validate_model(const Model& model) {
+namespace detail {
+
+std::vector<ModelProblem> shape_problems(const ModelConfig& config,
+                                         const std::map<std::string, std::vector<int64_t>>& shapes) {
   std::vector<ModelProblem> problems;
   std::vector<std::pair<std::string, std::vector<int64_t>>> expected;
   try {
-    model.config.validate();
-    expected = expected_tensors(model.config);
+    config.validate();
+    expected = expected_tensors(config);
   } catch (const Error& e) {
     problems.push_back({ModelProblem::Kind::bad_shape, "config", e.what()});
     return problems;
@@ -177,28 +181,20 @@ std::vector<ModelProblem> validate_model(const Model& model) {
   std::set<std::string> names;
   for (const auto& [name, shape] : expected) {
     names.insert(name);
-    auto it = model.tensors.find(name);
-    if (it == model.tensors.end()) {
+    auto it = shapes.find(name);
+    if (it == shapes.end())
       problems.push_back({ModelProblem::Kind::missing, name, "missing, expected " + shape_to_string(shape)});
-    } else if (it->second.shape() != shape) {
+    else if (it->second != shape)
       problems.push_back({ModelProblem::Kind::bad_shape, name,
-                          "expected " + shape_to_string(shape) + ", got " + it->second.shape_str()});
-    } else {
-      for (float v : it->second.vec())
-        if (!std::isfinite(v)) {
-          problems.push_back({ModelProblem::Kind::bad_shape, name, "contains NaN or infinite values"});
-          break;
-        }
-    }
+                          "expected " + shape_to_string(shape) + ", got " + shape_to_string(it->second)});
   }
-  for (const auto& [name, t] : model.tensors)
+  for (const auto& [name, shape] : shapes)
     if (!names.count(name))
-      problems.push_back({ModelProblem::Kind::unexpected, name, "unexpected tensor " + t.shape_str()});
+      problems.push_back({ModelProblem::Kind::unexpected, name, "unexpected tensor " + shape_to_string(shape)});
   return problems;
 }
 
-void check_model(const Model& model, const std::string& what) {
-  auto problems = validate_model(model);
+void throw_model_problems(const std::vector<ModelProblem>& problems, const std::string& what) {
   if (problems.empty()) return;
   constexpr size_t kShown = 8;  // one line, however many problems a file has
   std::ostringstream os;
@@ -208,6 +204,27 @@ void check_model(const Model& model, const std::string& what) {
   if (problems.size() > kShown) os << "; ... (" << problems.size() - kShown << " more)";
   throw Error(ErrorKind::bad_file, os.str());
 }
+
+}  // namespace detail
+
+std::vector<ModelProblem> validate_model(const Model& model) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& [name, t] : model.tensors) shapes.emplace(name, t.shape());
+  std::vector<ModelProblem> problems = detail::shape_problems(model.config, shapes);
+  if (!problems.empty() && problems.front().name == "config") return problems;
+  for (const auto& [name, shape] : expected_tensors(model.config)) {
+    auto it = model.tensors.find(name);
+    if (it == model.tensors.end() || it->second.shape() != shape) continue;
+    for (float v : it->second.vec())
+      if (!std::isfinite(v)) {
+        problems.push_back({ModelProblem::Kind::bad_shape, name, "contains NaN or infinite values"});
+        break;
+      }
+  }
+  return problems;
+}
+
+void check_model(const Model& model, const std::string& what) { detail::throw_model_problems(validate_model(model), what); }
 
 int64_t parameter_count(const Model& model) {
   int64_t n = 0;

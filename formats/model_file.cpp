@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <map>
+#include <new>
 #include <nlohmann/json.hpp>
 
 #include "formats/json_util.h"
@@ -88,7 +90,15 @@ Model parse_model_file(const uint8_t* d, const size_t size, const std::string& p
 
   const uint8_t* data = d + 8 + hlen;
   const uint64_t data_size = size - 8 - hlen;
-  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  // Pass 1: every entry described and checked, nothing copied.
+  struct Entry {
+    std::string dtype;
+    size_t elem_bytes = 0;
+    std::vector<int64_t> shape;
+    uint64_t begin = 0, end = 0, numel = 0;
+  };
+  std::map<std::string, Entry> entries;
+  std::vector<std::pair<std::pair<uint64_t, uint64_t>, std::string>> ranges;
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__") continue;
     const std::string& name = it.key();
@@ -97,52 +107,75 @@ Model parse_model_file(const uint8_t* d, const size_t size, const std::string& p
     if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets"))
       bad(shown, ": header entry lacks dtype, shape or data_offsets");
     if (!e["dtype"].is_string()) bad(shown, ": dtype is not a string but ", json_brief(e["dtype"]));
-    const std::string dt = e["dtype"].get<std::string>();
-    const size_t es = dtype_bytes(dt);
-    if (es == 0) bad(shown, ": dtype '", printable(dt, 24), "' is not supported (F32, F16, BF16)");
-    std::vector<int64_t> shape;
+    Entry t;
+    t.dtype = e["dtype"].get<std::string>();
+    t.elem_bytes = dtype_bytes(t.dtype);
+    if (t.elem_bytes == 0) bad(shown, ": dtype '", printable(t.dtype, 24), "' is not supported (F32, F16, BF16)");
     if (!e["shape"].is_array()) bad(shown, ": shape is not a list but ", json_brief(e["shape"]));
     if (e["shape"].size() > 8) bad(shown, ": shape has ", e["shape"].size(), " dimensions (at most 8)");
     for (const json& v : e["shape"]) {
       const auto dim = json_int(v, 0, int64_t(1) << 32);
       if (!dim) bad(shown, ": shape entry ", json_brief(v), " is not an integer in [0, 2^32]");
-      shape.push_back(*dim);
+      t.shape.push_back(*dim);
     }
     const json& off = e["data_offsets"];
     if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
       bad(shown, ": data_offsets must be two non-negative integers");
-    const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
-    if (begin > end || end > data_size)
-      bad(shown, ": data_offsets [", begin, ", ", end, "] lie outside the ", data_size,
+    t.begin = off[0].get<uint64_t>();
+    t.end = off[1].get<uint64_t>();
+    if (t.begin > t.end || t.end > data_size)
+      bad(shown, ": data_offsets [", t.begin, ", ", t.end, "] lie outside the ", data_size,
           " data bytes (truncated file?)");
     // The element count in checked arithmetic: a shape cannot need more bytes than its range.
     uint64_t numel = 1;
-    for (int64_t dim : shape) {
-      if (dim != 0 && numel > (end - begin) / es / static_cast<uint64_t>(dim)) {
+    for (int64_t dim : t.shape) {
+      if (dim != 0 && numel > (t.end - t.begin) / t.elem_bytes / static_cast<uint64_t>(dim)) {
         numel = UINT64_MAX;
         break;
       }
       numel *= static_cast<uint64_t>(dim);
     }
-    if (numel == UINT64_MAX || numel * es != end - begin)
-      bad(shown, ": ", end - begin, " bytes do not hold ", dt, " ", shape_to_string(shape));
-    ranges.push_back({begin, end});
-    std::vector<float> v(static_cast<size_t>(numel));
-    const uint8_t* p = data + begin;
+    if (numel == UINT64_MAX || numel * t.elem_bytes != t.end - t.begin)
+      bad(shown, ": ", t.end - t.begin, " bytes do not hold ", t.dtype, " ", shape_to_string(t.shape));
+    t.numel = numel;
+    ranges.push_back({{t.begin, t.end}, name});
+    entries.emplace(name, std::move(t));
+  }
+  std::sort(ranges.begin(), ranges.end());
+  size_t reach = 0;  // the range, among those before i, that ends last (empty ranges overlap nothing)
+  for (size_t i = 1; i < ranges.size(); ++i) {
+    if (ranges[i].first.first == ranges[i].first.second) continue;
+    if (ranges[i].first.first < ranges[reach].first.second)
+      bad("the data ranges of tensors '", printable(ranges[reach].second), "' and '", printable(ranges[i].second),
+          "' overlap");
+    if (ranges[i].first.second > ranges[reach].first.second) reach = i;
+  }
+  {
+    std::map<std::string, std::vector<int64_t>> shapes;
+    for (const auto& [name, t] : entries) shapes.emplace(name, t.shape);
+    throw_model_problems(shape_problems(model.config, shapes), path);
+  }
+  // Pass 2: the data, now known to be what the config needs.
+  for (auto& [name, t] : entries) {
+    std::vector<float> v;
+    try {
+      v.resize(static_cast<size_t>(t.numel));
+    } catch (const std::bad_alloc&) {
+      fail(ErrorKind::out_of_memory, path, ": out of host memory for tensor '", printable(name), "' (",
+           byte_size(int64_t(t.numel) * 4), ")");
+    }
+    const uint8_t* p = data + t.begin;
     if (v.empty()) {
       // nothing to copy (and no memcpy from or to a null pointer)
-    } else if (dt == "F32") {
+    } else if (t.dtype == "F32") {
       std::memcpy(v.data(), p, v.size() * 4);
-    } else if (dt == "F16") {
+    } else if (t.dtype == "F16") {
       for (size_t i = 0; i < v.size(); ++i) v[i] = half_to_float(load_le16(p + 2 * i));
     } else {
       for (size_t i = 0; i < v.size(); ++i) v[i] = bf16_to_float(load_le16(p + 2 * i));
     }
-    model.tensors.emplace(name, Tensor(std::move(shape), std::move(v)));
+    model.tensors.emplace(name, Tensor(std::move(t.shape), std::move(v)));
   }
-  std::sort(ranges.begin(), ranges.end());
-  for (size_t i = 1; i < ranges.size(); ++i)
-    if (ranges[i].first < ranges[i - 1].second) bad("tensor data ranges overlap");
   check_model(model, path);
   return model;
 }
@@ -151,7 +184,11 @@ Model parse_model_file(const uint8_t* d, const size_t size, const std::string& p
 
 Model load_model_file(const std::string& path) {
   detail::MappedFile m(path);
-  return detail::parse_model_file(m.data(), m.size(), path);
+  try {
+    return detail::parse_model_file(m.data(), m.size(), path);
+  } catch (const std::bad_alloc&) {
+    fail(ErrorKind::out_of_memory, path, ": out of host memory while reading the model file");
+  }
 }
 
 void save_model_file(const std::string& path, const Model& model) {

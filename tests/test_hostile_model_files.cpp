@@ -4,6 +4,9 @@
 // message of megabytes.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -257,4 +260,43 @@ TEST(HostileModelFiles, NpyShapesAreCheckedBeforeAnyArithmetic) {
   EXPECT_NE(npy("huge.npy", "True", "(99999999999999999999, 2)").find("huge.npy: malformed .npy shape"),
             std::string::npos);
   EXPECT_EQ(npy("zero.npy", "True", "(0, 4294967296, 4294967296)"), "");  // no elements: fine
+}
+
+// Item 23.9: a sparse file (a few KB on disk, 64 GiB long) whose header points every tensor, and
+// one huge extra tensor, into the same bytes. Every range, name and shape is checked before any
+// data is copied: refused at once, without reading the 64 GiB (the test would take minutes or run
+// out of memory otherwise).
+TEST(HostileModelFiles, SparseFilesWithOverlappingOrHugeTensorsAreRefusedBeforeCopying) {
+  const ModelBytes base;
+  constexpr uint64_t kLen = uint64_t(64) << 30;
+  auto sparse = [&](const json& header, const std::string& name) -> LoadOutcome {
+    LoadOutcome o;
+    o.path = test::temp_dir("sparse_" + name) + "/" + name + ".safetensors";
+    const std::string head = ModelBytes::file(header.dump(), "");
+    detail::write_file_atomic(o.path, head.data(), head.size());
+    if (::truncate(o.path.c_str(), static_cast<off_t>(head.size() + kLen)) != 0) ADD_FAILURE() << "truncate";
+    try {
+      load_model_file(o.path);
+    } catch (const Error& e) {
+      o.message = e.what();
+      o.kind = e.kind();
+    }
+    return o;
+  };
+  // Every tensor at offset 0 (overlapping), plus a 16 GiB tensor over all of them.
+  json overlap = base.header;
+  for (auto it = overlap.begin(); it != overlap.end(); ++it) {
+    if (it.key() == "__metadata__") continue;
+    const uint64_t bytes = (*it)["data_offsets"][1].get<uint64_t>() - (*it)["data_offsets"][0].get<uint64_t>();
+    (*it)["data_offsets"] = {0, bytes};
+  }
+  overlap["junk"] = {{"dtype", "F32"}, {"shape", {uint64_t(1) << 32}}, {"data_offsets", {0, uint64_t(16) << 30}}};
+  LoadOutcome o = sparse(overlap, "overlap");
+  expect_clean_refusal(o, "overlap", "overlapping ranges");
+  // No overlap, but a 16 GiB tensor the config does not have: refused by name before copying.
+  json huge = base.header;
+  const uint64_t end = base.data.size();
+  huge["junk"] = {{"dtype", "F32"}, {"shape", {uint64_t(1) << 32}}, {"data_offsets", {end, end + (uint64_t(16) << 30)}}};
+  o = sparse(huge, "huge");
+  expect_clean_refusal(o, "junk: unexpected tensor [4294967296]", "an unexpected huge tensor");
 }
