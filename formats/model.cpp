@@ -2,8 +2,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
@@ -224,7 +224,9 @@ std::vector<ModelProblem> validate_model(const Model& model) {
   return problems;
 }
 
-void check_model(const Model& model, const std::string& what) { detail::throw_model_problems(validate_model(model), what); }
+void check_model(const Model& model, const std::string& what) {
+  detail::throw_model_problems(validate_model(model), what);
+}
 
 int64_t parameter_count(const Model& model) {
   int64_t n = 0;

@@ -2,6 +2,7 @@
 #include "sg2/npy.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstring>
 #include <string>
@@ -14,29 +15,149 @@ namespace sg2 {
 
 namespace {
 
-// Finds `'key': value` in a numpy header dict and returns the raw value text.
-std::string header_value(const std::string& header, const std::string& key, const std::string& path) {
-  std::string pat = "'" + key + "'";
-  size_t p = header.find(pat);
-  if (p == std::string::npos) fail(ErrorKind::bad_file, path, ": .npy header has no '", key, "'");
-  p = header.find(':', p + pat.size());
-  if (p == std::string::npos) fail(ErrorKind::bad_file, path, ": malformed .npy header");
-  ++p;
-  while (p < header.size() && header[p] == ' ') ++p;
-  size_t end = p;
-  if (p < header.size() && header[p] == '(') {
-    end = header.find(')', p);
-    if (end == std::string::npos) fail(ErrorKind::bad_file, path, ": malformed .npy shape");
-    return header.substr(p, end - p + 1);
+// The header dict of a .npy file, read as numpy reads it (numpy.lib.format: ast.literal_eval, then
+// exactly the keys descr, fortran_order and shape; descr a string, fortran_order a bool, shape a
+// tuple of integers). Stricter where numpy would guess: a key given twice (numpy keeps the last,
+// and sg2 once kept the first: two readers then see two arrays) is refused, and so are values
+// spelled in ways numpy's own writer never uses (hex or underscored integers, nested containers).
+struct NpyHeader {
+  std::string descr;
+  bool fortran_order = false;
+  std::vector<int64_t> shape;
+};
+
+class HeaderParser {
+ public:
+  HeaderParser(const std::string& text, const std::string& path) : t_(text), path_(path) {}
+
+  NpyHeader parse() {
+    NpyHeader h;
+    bool seen_descr = false, seen_fortran = false, seen_shape = false;
+    blanks();
+    expect('{');
+    for (;;) {
+      blanks();
+      if (peek() == '}') break;
+      const std::string key = string_literal();
+      blanks();
+      expect(':');
+      blanks();
+      auto once = [&](bool& seen) {
+        if (seen)
+          bad("the .npy header gives '" + detail::printable(key, 24) +
+              "' twice (numpy would read the last one): refused as ambiguous");
+        seen = true;
+      };
+      if (key == "descr") {
+        once(seen_descr);
+        if (peek() != '\'' && peek() != '"')
+          bad("the .npy header's descr is not a string (a structured dtype is not supported)");
+        h.descr = string_literal();
+      } else if (key == "fortran_order") {
+        once(seen_fortran);
+        if (word("True"))
+          h.fortran_order = true;
+        else if (word("False"))
+          h.fortran_order = false;
+        else
+          bad("the .npy header's fortran_order is not True or False");
+      } else if (key == "shape") {
+        once(seen_shape);
+        h.shape = tuple();
+      } else {
+        bad("the .npy header has the key '" + detail::printable(key, 24) +
+            "' (numpy reads only descr, fortran_order and shape)");
+      }
+      blanks();
+      if (peek() == ',') {
+        ++i_;
+        continue;
+      }
+      blanks();
+      if (peek() != '}') bad("malformed .npy header (expected ',' or '}')");
+    }
+    ++i_;  // '}'
+    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\n' || t_[i_] == '\t' || t_[i_] == '\r' || t_[i_] == '\0'))
+      ++i_;
+    if (i_ != t_.size()) bad("malformed .npy header (text after the dict)");
+    if (!seen_descr || !seen_fortran || !seen_shape)
+      bad(std::string(".npy header has no '") +
+          (!seen_descr     ? "descr"
+           : !seen_fortran ? "fortran_order"
+                           : "shape") +
+          "'");
+    return h;
   }
-  if (p < header.size() && header[p] == '\'') {
-    end = header.find('\'', p + 1);
-    if (end == std::string::npos) fail(ErrorKind::bad_file, path, ": malformed .npy header string");
-    return header.substr(p + 1, end - p - 1);
+
+ private:
+  [[noreturn]] void bad(const std::string& what) const { fail(ErrorKind::bad_file, path_, ": ", what); }
+  char peek() const { return i_ < t_.size() ? t_[i_] : '\0'; }
+  void blanks() {
+    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t' || t_[i_] == '\n' || t_[i_] == '\r')) ++i_;
   }
-  while (end < header.size() && header[end] != ',' && header[end] != '}') ++end;
-  return header.substr(p, end - p);
-}
+  void expect(char c) {
+    if (peek() != c) bad(std::string("malformed .npy header (expected '") + c + "')");
+    ++i_;
+  }
+  bool word(const char* w) {
+    const size_t n = std::strlen(w);
+    if (t_.compare(i_, n, w) != 0) return false;
+    const char next = i_ + n < t_.size() ? t_[i_ + n] : '\0';
+    if (std::isalnum(static_cast<unsigned char>(next)) || next == '_') return false;
+    i_ += n;
+    return true;
+  }
+  // 'text' or "text", without escapes (numpy's keys and dtype strings have none).
+  std::string string_literal() {
+    const char q = peek();
+    if (q != '\'' && q != '"') bad("malformed .npy header (expected a quoted key)");
+    const size_t end = t_.find(q, i_ + 1);
+    if (end == std::string::npos) bad("malformed .npy header string");
+    std::string out = t_.substr(i_ + 1, end - i_ - 1);
+    if (out.find('\\') != std::string::npos) bad("malformed .npy header string (an escape)");
+    i_ = end + 1;
+    return out;
+  }
+  // (2, 3), (5,), (): non-negative decimal integers below 2^63, at most 32.
+  std::vector<int64_t> tuple() {
+    const size_t start = i_;
+    if (peek() != '(') bad("the .npy header's shape is not a tuple");
+    ++i_;
+    std::vector<int64_t> dims;
+    auto malformed = [&]() {
+      const size_t end = t_.find(')', start);
+      bad("malformed .npy shape " +
+          detail::printable(t_.substr(start, end == std::string::npos ? 40 : end - start + 1), 40) +
+          " (at most 32 dimensions, each an integer in [0, 2^63))");
+    };
+    bool trailing_comma = false;
+    for (;;) {
+      blanks();
+      if (peek() == ')') break;
+      int64_t v = 0;
+      const auto r = std::from_chars(t_.data() + i_, t_.data() + t_.size(), v);
+      if (r.ptr == t_.data() + i_ || r.ec != std::errc() || v < 0 || dims.size() >= 32) malformed();
+      i_ = static_cast<size_t>(r.ptr - t_.data());
+      if (std::isalnum(static_cast<unsigned char>(peek())) || peek() == '_' || peek() == '.') malformed();
+      dims.push_back(v);
+      trailing_comma = false;
+      blanks();
+      if (peek() == ',') {
+        ++i_;
+        trailing_comma = true;
+        continue;
+      }
+      if (peek() != ')') malformed();
+    }
+    if (dims.size() == 1 && !trailing_comma) malformed();  // "(5)" is the integer 5 in Python, not a tuple
+    ++i_;
+    return dims;
+  }
+
+  const std::string& t_;
+  const std::string& path_;
+  size_t i_ = 0;
+};
 
 size_t dtype_size(const std::string& dtype, const std::string& path) {
   if (dtype.size() < 3)
@@ -48,23 +169,6 @@ size_t dtype_size(const std::string& dtype, const std::string& path) {
   if (width != "1" && width != "2" && width != "4" && width != "8")
     fail(ErrorKind::bad_file, path, ": unsupported .npy dtype '", detail::printable(dtype, 24), "'");
   return static_cast<size_t>(width[0] - '0');
-}
-
-/// The dimensions of a shape tuple "(2, 3)", "(5,)", "()": each a non-negative integer below 2^63.
-std::vector<int64_t> parse_shape(const std::string& shape, const std::string& path) {
-  std::vector<int64_t> dims;
-  for (size_t i = 1; i < shape.size();) {
-    while (i < shape.size() && (shape[i] == ' ' || shape[i] == ',')) ++i;
-    if (i >= shape.size() || shape[i] == ')') break;
-    int64_t v = 0;
-    const auto r = std::from_chars(shape.data() + i, shape.data() + shape.size(), v);
-    if (r.ptr == shape.data() + i || r.ec != std::errc() || v < 0 || dims.size() >= 32)
-      fail(ErrorKind::bad_file, path, ": malformed .npy shape ", detail::printable(shape, 40),
-           " (at most 32 dimensions, each an integer in [0, 2^63))");
-    dims.push_back(v);
-    i = static_cast<size_t>(r.ptr - shape.data());
-  }
-  return dims;
 }
 
 }  // namespace
@@ -91,10 +195,9 @@ NpyArray parse_npy(const uint8_t* d, size_t n, const std::string& path) {
   if (header_len > n - offset) fail(ErrorKind::bad_file, path, ": truncated .npy header");
   std::string header(reinterpret_cast<const char*>(d + offset), header_len);
   NpyArray a;
-  a.dtype = header_value(header, "descr", path);
-  std::string fortran = header_value(header, "fortran_order", path);
-  std::string shape = header_value(header, "shape", path);
-  a.shape = parse_shape(shape, path);
+  NpyHeader h = HeaderParser(header, path).parse();
+  a.dtype = std::move(h.descr);
+  a.shape = std::move(h.shape);
   const size_t es = dtype_size(a.dtype, path);
   const size_t data_off = offset + header_len;
   // The element count in checked arithmetic: never more elements than the payload holds. A shape
@@ -115,7 +218,7 @@ NpyArray parse_npy(const uint8_t* d, size_t n, const std::string& path) {
          shape_to_string(a.shape), " needs");
   const size_t bytes = static_cast<size_t>(count) * es;
   a.bytes.assign(d + data_off, d + data_off + bytes);
-  if (fortran.find("True") != std::string::npos && a.shape.size() > 1 && count > 0) {
+  if (h.fortran_order && a.shape.size() > 1 && count > 0) {
     // Transpose Fortran order to C order. (count > 0, so every stride is at most count.)
     std::vector<uint8_t> c(bytes);
     const size_t nd = a.shape.size();

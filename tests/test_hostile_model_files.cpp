@@ -296,7 +296,8 @@ TEST(HostileModelFiles, SparseFilesWithOverlappingOrHugeTensorsAreRefusedBeforeC
   // No overlap, but a 16 GiB tensor the config does not have: refused by name before copying.
   json huge = base.header;
   const uint64_t end = base.data.size();
-  huge["junk"] = {{"dtype", "F32"}, {"shape", {uint64_t(1) << 32}}, {"data_offsets", {end, end + (uint64_t(16) << 30)}}};
+  huge["junk"] = {
+      {"dtype", "F32"}, {"shape", {uint64_t(1) << 32}}, {"data_offsets", {end, end + (uint64_t(16) << 30)}}};
   o = sparse(huge, "huge");
   expect_clean_refusal(o, "junk: unexpected tensor [4294967296]", "an unexpected huge tensor");
 }

@@ -85,3 +85,62 @@ TEST(Image, PngRoundTripAndGrid) {
   detail::write_file_atomic(dir + "/fake.png", "<html>", 6);
   EXPECT_THROW(read_png(dir + "/fake.png"), Error);
 }
+
+// Issue 23.15: the header dict is read as numpy reads it (exactly descr, fortran_order and shape),
+// and a key given twice — numpy keeps the last, an earlier sg2 kept the first, so `sg2 compare`
+// could call two different arrays identical — is refused as ambiguous.
+TEST(Npy, HeaderIsReadAsNumpyReadsItAndAmbiguityIsRefused) {
+  const std::string dir = test::temp_dir("npyhdr");
+  auto npy = [&](const std::string& name, std::string header, size_t payload_floats) {
+    header.append(64 - (10 + header.size() + 1) % 64, ' ');
+    header += '\n';
+    std::string bytes =
+        std::string("\x93NUMPY\x01\x00", 8) + char(header.size() & 255) + char(header.size() >> 8) + header;
+    bytes.append(payload_floats * 4, '\0');
+    detail::write_file_atomic(dir + "/" + name, bytes.data(), bytes.size());
+    return dir + "/" + name;
+  };
+  auto error_of = [](const std::string& path) {
+    try {
+      read_npy(path);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::bad_file) << e.what();
+      EXPECT_EQ(std::string(e.what()).rfind(path + ": ", 0), 0u) << e.what();
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // What numpy's writer and hand-written headers numpy reads look like.
+  EXPECT_EQ(error_of(npy("ok.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 6)), "");
+  EXPECT_EQ(error_of(npy("ok2.npy", "{\"descr\":\"<f4\",\"fortran_order\":True,\"shape\":(6,)}", 6)), "");
+  EXPECT_EQ(read_npy(dir + "/ok.npy").shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(error_of(npy("scalar.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': ()}", 1)), "");
+  // Ambiguous or not what numpy reads.
+  EXPECT_NE(error_of(npy("dup.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'shape': (1,)}", 2))
+                .find("gives 'shape' twice (numpy would read the last one): refused as ambiguous"),
+            std::string::npos);
+  EXPECT_NE(error_of(npy("dup2.npy", "{'descr': '<f4', 'descr': '<f8', 'fortran_order': False, 'shape': (2,)}", 4))
+                .find("gives 'descr' twice"),
+            std::string::npos);
+  EXPECT_NE(error_of(npy("extra.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", 2))
+                .find("has the key 'x' (numpy reads only descr, fortran_order and shape)"),
+            std::string::npos);
+  EXPECT_NE(error_of(npy("missing.npy", "{'descr': '<f4', 'shape': (2,)}", 2)).find("has no 'fortran_order'"),
+            std::string::npos);
+  EXPECT_NE(error_of(npy("int.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2)}", 2))
+                .find("malformed .npy shape (2)"),
+            std::string::npos);
+  EXPECT_NE(error_of(npy("list.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': [2]}", 2))
+                .find("shape is not a tuple"),
+            std::string::npos);
+  EXPECT_NE(error_of(npy("bool.npy", "{'descr': '<f4', 'fortran_order': 0, 'shape': (2,)}", 2))
+                .find("fortran_order is not True or False"),
+            std::string::npos);
+  EXPECT_NE(error_of(npy("hex.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (0x2,)}", 2))
+                .find("malformed .npy shape"),
+            std::string::npos);
+  // A value that looks like a key inside a string is not a key.
+  EXPECT_NE(
+      error_of(npy("str.npy", "{'descr': 'shape', 'fortran_order': False, 'shape': (2,)}", 2)).find("dtype 'shape'"),
+      std::string::npos);
+}
