@@ -22,7 +22,12 @@ void print_usage(std::ostream& os) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  sg2::install_interrupt_cleanup();  // an interrupted run leaves no temporary files
+  // An interrupted run leaves no temporary files and says which signal stopped it.
+  static std::string who = "sg2";
+  if (argc >= 2)
+    for (const sg2::cli::Command& c : sg2::cli::commands())
+      if (std::strcmp(argv[1], c.name) == 0) who = std::string("sg2 ") + c.name;
+  sg2::install_interrupt_cleanup(who.c_str());
   if (argc < 2) {
     print_usage(std::cerr);
     return 2;

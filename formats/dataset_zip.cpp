@@ -102,6 +102,8 @@ struct DatasetZip::Impl {
       const int e = archive_errno(a);
       if (e > 0 && why.find(std::strerror(e)) == std::string::npos)
         why += (why.empty() ? "" : ": ") + std::string(std::strerror(e));
+      if (e == EFBIG)  // SIGXFSZ is ignored (install_interrupt_cleanup): the write fails instead
+        why += " (the process's file-size limit, ulimit -f, or the largest file this file system holds)";
     }
     return why.empty() ? "unknown error" : why;
   }

@@ -15,6 +15,7 @@
 
 #include <dirent.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -59,7 +60,7 @@ bool ended_by(pid_t pid, int sig) {
 TEST(Interrupts, ASignalRemovesTheTemporaryFileBeingWritten) {
   const std::string dir = temp_dir("int_write");
   const std::string out = dir + "/m.safetensors";
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU, SIGPIPE, SIGPWR}) {
     int ready[2];
     ASSERT_EQ(::pipe(ready), 0);
     const pid_t pid = ::fork();
@@ -136,32 +137,76 @@ TEST(Interrupts, ManyWritersAndASignalLeaveNoTemporaryFiles) {
 // The CLI end to end: a signal at any moment of a run with many writers leaves no temporary file
 // (whatever the moment, the property holds; the run is long enough to be inside it).
 TEST(Interrupts, GenerateLeavesNoTemporaryFilesWhenInterrupted) {
-  const std::string dir = temp_dir("int_generate");
-  const std::string model = write_tiny_model(dir);
-  const std::string outdir = dir + "/out";
-  std::vector<std::string> argv_s = {SG2_CLI,   "generate", "--network", model,  "--device",  "cpu",
-                                     "--seeds", "0-20000",  "--format",  "both", "--save-ws", "--jobs",
-                                     "64",      "--outdir", outdir,      "-q"};
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int devnull = ::open("/dev/null", O_RDWR);
-    ::dup2(devnull, 0);
-    ::dup2(devnull, 1);
-    ::dup2(devnull, 2);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
+  // SIGTERM (a user, systemd) and SIGUSR1 (what Slurm's --signal sends before a time limit).
+  for (int sig : {SIGTERM, SIGUSR1}) {
+    const std::string dir = temp_dir("int_generate_" + std::to_string(sig));
+    const std::string model = write_tiny_model(dir);
+    const std::string outdir = dir + "/out", err = dir + "/stderr.txt";
+    std::vector<std::string> argv_s = {SG2_CLI,   "generate", "--network", model,  "--device",  "cpu",
+                                       "--seeds", "0-20000",  "--format",  "both", "--save-ws", "--jobs",
+                                       "64",      "--outdir", outdir,      "-q"};
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const int devnull = ::open("/dev/null", O_RDWR);
+      const int errfd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(devnull, 0);
+      ::dup2(devnull, 1);
+      ::dup2(errfd, 2);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    // Wait until files are being written, then interrupt.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (std::chrono::steady_clock::now() < deadline && !file_exists(outdir + "/seed0100.png"))
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ::kill(pid, sig);
+    EXPECT_TRUE(ended_by(pid, sig)) << "the run ended before the signal " << sig << ", or not by it";
+    const std::vector<std::string> left = temporaries_in(outdir);
+    EXPECT_TRUE(left.empty()) << left.size() << " temporary files left, e.g. " << left.front();
+    const std::string said = slurp(err);
+    EXPECT_NE(said.find(std::string("sg2 generate: stopped by ") + (sig == SIGTERM ? "SIGTERM" : "SIGUSR1") +
+                        ": the files being written were removed; the finished ones are kept\n"),
+              std::string::npos)
+        << said;
   }
-  // Wait until files are being written, then interrupt.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (std::chrono::steady_clock::now() < deadline && !file_exists(outdir + "/seed0100.png"))
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  ::kill(pid, SIGTERM);
-  EXPECT_TRUE(ended_by(pid, SIGTERM)) << "the run ended before the signal, or not by it";
-  const std::vector<std::string> left = temporaries_in(outdir);
-  EXPECT_TRUE(left.empty()) << left.size() << " temporary files left, e.g. " << left.front();
+}
+
+// A file-size limit (ulimit -f, SIGXFSZ): a clear one-line error naming the file and the limit, no
+// temporary file left, instead of the process killed silently.
+TEST(FailedRuns, AFileSizeLimitIsAClearError) {
+  const std::string dir = temp_dir("fsize");
+  const std::string model = write_tiny_model(dir);
+  auto limited = [&](const std::string& args) {
+    return run_cli({"-c", "ulimit -f 8 && exec '" + std::string(SG2_CLI) + "' " + args}, {}, "/bin/sh");
+  };
+  // 16x16 float32 .npy images are 3 KiB; the ws file with --save-ws too: a big model file is not.
+  CliResult r =
+      limited("convert '" + source_path("tests/data/checkpoints/ada_base16.pkl") + "' '" + dir + "/m.safetensors' -q");
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_NE(r.err.find("File too large (the process's file-size limit, ulimit -f, or the largest file this file "
+                       "system holds)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(dir + "/m.safetensors"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_TRUE(temporaries_in(dir).empty());
+  EXPECT_FALSE(file_exists(dir + "/m.safetensors"));
+  // The bundled 32x32 model: each float32 .npy image is 12 KiB.
+  r = limited("generate --class 1 --device cpu --seeds 0-3 --format npy --outdir '" + dir + "/o' -q");
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_NE(r.err.find("File too large (the process's file-size limit"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(dir + "/o/seed000"), std::string::npos) << r.err;
+  // A dataset archive grows past the limit while it streams.
+  r = limited("generate --class 1 --device cpu --seeds 0-31 --outdir '" + dir + "/z/d.zip' -q");
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_NE(r.err.find("d.zip"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("File too large"), std::string::npos) << r.err;
+  EXPECT_TRUE(temporaries_in(dir + "/z").empty());
+  EXPECT_FALSE(file_exists(dir + "/z/d.zip"));
+  EXPECT_TRUE(temporaries_in(dir + "/o").empty());
 }
 
 TEST(FailedRuns, KeepWholeFilesAndSaySo) {

@@ -19,7 +19,12 @@
 namespace sg2::detail {
 
 namespace {
-std::string errno_text() { return std::strerror(errno); }
+std::string errno_text() {
+  if (errno == EFBIG)  // SIGXFSZ is ignored (install_interrupt_cleanup): the write fails instead
+    return std::string(std::strerror(EFBIG)) +
+           " (the process's file-size limit, ulimit -f, or the largest file this file system holds)";
+  return std::strerror(errno);
+}
 }  // namespace
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
@@ -147,11 +152,65 @@ void unregister_temp(int slot) {
 
 namespace {
 
+// The terminating signals a program can catch: a user (INT, QUIT), a session (HUP), a job
+// scheduler before a time limit (TERM; Slurm's --signal sends USR1 by default), timers and CPU
+// limits (ALRM, VTALRM, PROF, XCPU), a closed pipe (PIPE), power (PWR).
+constexpr int kCleanupSignals[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT, SIGUSR1, SIGUSR2,
+                                   SIGALRM, SIGPIPE, SIGXCPU, SIGPROF, SIGPWR,  SIGVTALRM};
+char g_program[64];  // "sg2 generate": who says what happened ("" for silence)
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGQUIT:
+      return "SIGQUIT";
+    case SIGUSR1:
+      return "SIGUSR1";
+    case SIGUSR2:
+      return "SIGUSR2";
+    case SIGALRM:
+      return "SIGALRM";
+    case SIGPIPE:
+      return "SIGPIPE";
+    case SIGXCPU:
+      return "SIGXCPU (the CPU time limit)";
+    case SIGPROF:
+      return "SIGPROF";
+    case SIGPWR:
+      return "SIGPWR";
+    case SIGVTALRM:
+      return "SIGVTALRM";
+    default:
+      return "a signal";
+  }
+}
+
+void say_async(const char* a, const char* b = "", const char* c = "", const char* d = "") {
+  for (const char* s : {a, b, c, d}) {
+    size_t n = std::strlen(s);
+    while (n > 0) {
+      const ssize_t w = ::write(2, s, n);
+      if (w <= 0) return;  // stderr gone (a closed pipe): nothing to say it on
+      s += w;
+      n -= static_cast<size_t>(w);
+    }
+  }
+}
+
 void sg2_interrupt_handler(int sig) {
   g_closing.store(1);
   const pid_t child = g_child_pid.load();
   if (child > 0) ::kill(child, SIGTERM);
   sg2::remove_temporary_files();
+  if (g_program[0] != '\0' && sig != SIGPIPE) {
+    say_async("\n", g_program, ": stopped by ", signal_name(sig));
+    say_async(": the files being written were removed; the finished ones are kept\n");
+  }
   std::signal(sig, SIG_DFL);
   std::raise(sig);
 }
@@ -482,8 +541,14 @@ void unregister_temporary_file(int handle) noexcept { detail::unregister_temp(ha
 
 void set_child_process(int pid) noexcept { detail::g_child_pid.store(pid); }
 
-void install_interrupt_cleanup() {
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+void install_interrupt_cleanup(const char* program) {
+  const size_t n = program ? std::min(std::strlen(program), sizeof detail::g_program - 1) : 0;
+  if (n > 0) std::memcpy(detail::g_program, program, n);
+  detail::g_program[n] = '\0';
+  // A file-size limit (ulimit -f) makes write() fail with EFBIG, a clear error and the usual
+  // cleanup, instead of SIGXFSZ killing the process with its temporary files left behind.
+  std::signal(SIGXFSZ, SIG_IGN);
+  for (int sig : detail::kCleanupSignals) {
     struct sigaction sa {};
     sa.sa_handler = detail::sg2_interrupt_handler;
     sigemptyset(&sa.sa_mask);

@@ -2,9 +2,9 @@
 //
 // Every file sg2 writes (model files, PNG and .npy images, grids, ws) is written to a temporary
 // file beside its destination and renamed into place, so a destination is either complete or
-// absent. While a temporary file exists it is registered; install_interrupt_cleanup() makes
-// SIGINT, SIGTERM and SIGHUP remove the registered ones before the process ends, so an
-// interrupted run leaves no `*.tmp.<pid>` files behind. Files already renamed into place are
+// absent. While a temporary file exists it is registered; install_interrupt_cleanup() makes every
+// terminating signal a program can catch remove the registered ones before the process ends, so
+// an interrupted run leaves no `*.tmp.<pid>` files behind. Files already renamed into place are
 // whole and are kept.
 #pragma once
 
@@ -15,12 +15,17 @@
 SG2_PUBLIC_BEGIN
 namespace sg2 {
 
-/// Installs handlers for SIGINT, SIGTERM and SIGHUP that remove the temporary files sg2 is
-/// writing at that moment and then end the process as the signal would have (the default
-/// action is restored and the signal raised again, so the exit status says which signal).
-/// For programs; the sg2 CLI calls it first. Idempotent. A program with its own handlers calls
-/// remove_temporary_files() from them instead.
-void install_interrupt_cleanup();
+/// Installs handlers for the terminating signals a program can catch (SIGINT, SIGTERM, SIGHUP,
+/// SIGQUIT, SIGUSR1 — what Slurm's --signal sends before a time limit —, SIGUSR2, SIGALRM,
+/// SIGVTALRM, SIGPROF, SIGXCPU, SIGPIPE, SIGPWR) that remove the temporary files sg2 is writing
+/// at that moment and then end the process as the signal would have (the default action is
+/// restored and the signal raised again, so the exit status says which signal). SIGXFSZ is
+/// ignored, so that a file-size limit (ulimit -f) fails the write with EFBIG — an sg2::Error
+/// naming the file and the limit — instead of killing the process. With `program` ("sg2
+/// generate"), the handler also says on stderr which signal stopped it and that the unfinished
+/// files were removed (not for SIGPIPE). For programs; the sg2 CLI calls it first. Idempotent.
+/// A program with its own handlers calls remove_temporary_files() from them instead.
+void install_interrupt_cleanup(const char* program = nullptr);
 
 /// Removes every temporary file sg2 is writing now (unlink only: async-signal-safe, for use in
 /// a signal handler; it waits at most 2 s in all for files other threads are creating at that
