@@ -1,6 +1,8 @@
 // sg2: the C ABI (sg2_c.h) over the C++ API. Every entry point catches everything.
 #include "sg2/sg2_c.h"
 
+#include <atomic>
+#include <cmath>
 #include <cstring>
 #include <new>
 #include <string>
@@ -13,6 +15,7 @@
 
 struct sg2_generator {
   sg2::Generator gen;
+  std::atomic<bool> busy{false};  // a call is running on some thread
 };
 
 namespace {
@@ -63,8 +66,20 @@ void need(const void* p, const char* what) {
   if (p == nullptr) sg2::fail(sg2::ErrorKind::invalid_argument, what, " must not be NULL");
 }
 
+// The largest n (rows of a call) the C ABI takes: every size below is computed from it in int64
+// without overflow (n x num_ws x w_dim x 4 bytes stays far below 2^63).
+constexpr int64_t kMaxRows = int64_t(1) << 31;
+
 void need_n(int64_t n) {
-  if (n < 0) sg2::fail(sg2::ErrorKind::invalid_argument, "n must be >= 0, got ", n);
+  if (n < 0 || n > kMaxRows) sg2::fail(sg2::ErrorKind::invalid_argument, "n must be in [0, 2^31], got ", n);
+}
+
+// rows x per elements, checked (per >= 0, rows <= kMaxRows): the count of floats the caller's
+// array must hold; Error(invalid_argument) when it could not be allocated on any machine.
+int64_t elements(int64_t rows, int64_t per, const char* what) {
+  if (per > 0 && rows > (int64_t(1) << 40) / per)
+    sg2::fail(sg2::ErrorKind::invalid_argument, what, ": ", rows, " x ", per, " values is more than any call takes");
+  return rows * per;
 }
 
 sg2::NoiseMode noise_of(sg2_noise_mode m) {
@@ -80,6 +95,24 @@ sg2::NoiseMode noise_of(sg2_noise_mode m) {
   }
   sg2::fail(sg2::ErrorKind::invalid_argument, "unknown noise mode ", static_cast<int>(m));
 }
+
+// One call at a time on a handle: a second thread fails at once with a message, instead of racing
+// the first (the generator is not thread-safe) and waiting forever.
+class Busy {
+ public:
+  explicit Busy(sg2_generator& g) : flag_(g.busy) {
+    if (flag_.exchange(true))
+      sg2::fail(sg2::ErrorKind::invalid_argument,
+                "this sg2_generator is running a call on another thread: a generator is not thread-safe (open one "
+                "per thread, or take a lock around the calls)");
+  }
+  ~Busy() { flag_.store(false); }
+  Busy(const Busy&) = delete;
+  Busy& operator=(const Busy&) = delete;
+
+ private:
+  std::atomic<bool>& flag_;
+};
 
 void copy_out(const sg2::Tensor& t, float* out) {
   if (t.numel() > 0) std::memcpy(out, t.data(), sizeof(float) * static_cast<size_t>(t.numel()));
@@ -134,9 +167,17 @@ sg2_status sg2_map(sg2_generator* generator, const float* z, const float* c, int
     need(z, "z");
     need(ws_out, "ws_out");
     const sg2::ModelConfig& cfg = generator->gen.config();
-    sg2::Tensor zt({n, cfg.z_dim}, std::vector<float>(z, z + n * cfg.z_dim));
+    // Everything checked before the caller's arrays are read.
+    if (!std::isfinite(psi)) sg2::fail(sg2::ErrorKind::invalid_argument, "truncation psi must be finite, got ", psi);
+    if (cfg.c_dim > 0 && c == nullptr)
+      sg2::fail(sg2::ErrorKind::invalid_argument, "this model is conditional (c_dim ", cfg.c_dim,
+                "): c must be a one-hot label per row, not NULL");
+    const int64_t zn = elements(n, cfg.z_dim, "z"), cn = elements(n, cfg.c_dim, "c");
+    elements(n, int64_t(cfg.num_ws) * cfg.w_dim, "ws_out");
+    const Busy busy(*generator);
+    sg2::Tensor zt({n, cfg.z_dim}, std::vector<float>(z, z + zn));
     sg2::Tensor ct;
-    if (c != nullptr && cfg.c_dim > 0) ct = sg2::Tensor({n, cfg.c_dim}, std::vector<float>(c, c + n * cfg.c_dim));
+    if (cfg.c_dim > 0) ct = sg2::Tensor({n, cfg.c_dim}, std::vector<float>(c, c + cn));
     sg2::Truncation tr;
     tr.psi = psi;
     if (cutoff >= 0) tr.cutoff = cutoff;
@@ -152,11 +193,13 @@ sg2_status sg2_synthesize(sg2_generator* generator, const float* ws, int64_t n, 
     need(ws, "ws");
     need(img_out, "img_out");
     const sg2::ModelConfig& cfg = generator->gen.config();
-    const int64_t row = int64_t(cfg.num_ws) * cfg.w_dim;
-    sg2::Tensor wt({n, cfg.num_ws, cfg.w_dim}, std::vector<float>(ws, ws + n * row));
     sg2::NoiseSpec noise;
-    noise.mode = noise_of(noise_mode);
+    noise.mode = noise_of(noise_mode);  // checked before the caller's arrays are read
     noise.seed = noise_seed;
+    const int64_t wn = elements(n, int64_t(cfg.num_ws) * cfg.w_dim, "ws");
+    elements(n, int64_t(cfg.img_channels) * cfg.img_resolution * cfg.img_resolution, "img_out");
+    const Busy busy(*generator);
+    sg2::Tensor wt({n, cfg.num_ws, cfg.w_dim}, std::vector<float>(ws, ws + wn));
     if (keys != nullptr && noise.mode == sg2::NoiseMode::random) noise.keys.assign(keys, keys + n);
     copy_out(generator->gen.synthesize(wt, noise), img_out);
   });
@@ -170,16 +213,20 @@ sg2_status sg2_generate_seeds(sg2_generator* generator, const uint32_t* seeds, i
     need(seeds, "seeds");
     need(img_out, "img_out");
     const sg2::ModelConfig& cfg = generator->gen.config();
-    std::vector<uint32_t> s(seeds, seeds + n);
-    sg2::Tensor c;
-    if (class_idx >= 0 || cfg.c_dim > 0) {
-      if (class_idx < 0)
-        sg2::fail(sg2::ErrorKind::invalid_argument, "this model is conditional (", cfg.c_dim,
-                  " classes): pass a class_idx in [0, ", cfg.c_dim - 1, "]");
-      c = sg2::one_hot(std::vector<int>(static_cast<size_t>(n), class_idx), cfg.c_dim);
-    }
+    // Everything checked before the caller's arrays are read.
+    if (cfg.c_dim > 0 && (class_idx < 0 || class_idx >= cfg.c_dim))
+      sg2::fail(sg2::ErrorKind::invalid_argument, "this model is conditional (", cfg.c_dim,
+                " classes): pass a class_idx in [0, ", cfg.c_dim - 1, "], got ", class_idx);
+    if (cfg.c_dim == 0 && class_idx >= 0)
+      sg2::fail(sg2::ErrorKind::invalid_argument, "this model is unconditional: pass class_idx -1, got ", class_idx);
+    if (!std::isfinite(psi)) sg2::fail(sg2::ErrorKind::invalid_argument, "truncation psi must be finite, got ", psi);
     sg2::NoiseSpec noise;
     noise.mode = noise_of(noise_mode);
+    elements(n, int64_t(cfg.img_channels) * cfg.img_resolution * cfg.img_resolution, "img_out");
+    const Busy busy(*generator);
+    std::vector<uint32_t> s(seeds, seeds + n);
+    sg2::Tensor c;
+    if (cfg.c_dim > 0) c = sg2::one_hot(std::vector<int>(static_cast<size_t>(n), class_idx), cfg.c_dim);
     if (noise.mode == sg2::NoiseMode::random) noise.keys.assign(seeds, seeds + n);
     sg2::Truncation tr;
     tr.psi = psi;
@@ -191,10 +238,10 @@ sg2_status sg2_to_uint8(const float* img, int channels, int height, int width, u
   return guarded([&] {
     need(img, "img");
     need(out, "out");
-    if (channels <= 0 || height <= 0 || width <= 0)
+    if (channels < 1 || channels > 4 || height <= 0 || width <= 0)
       sg2::fail(sg2::ErrorKind::invalid_argument, "image size ", channels, "x", height, "x", width,
-                " must be positive");
-    const int64_t count = int64_t(channels) * height * width;
+                ": sizes must be positive and channels 1-4 (an 8-bit image is gray, gray + alpha, RGB or RGBA)");
+    const int64_t count = elements(int64_t(channels) * height, width, "img");
     sg2::Tensor t({1, channels, height, width}, std::vector<float>(img, img + count));
     const sg2::Image8 im = sg2::to_image8(t, 0);
     std::memcpy(out, im.pixels.data(), im.pixels.size());
@@ -205,9 +252,11 @@ sg2_status sg2_write_png(const char* path, const uint8_t* pixels, int width, int
   return guarded([&] {
     need(path, "path");
     need(pixels, "pixels");
+    if (*path == '\0') sg2::fail(sg2::ErrorKind::invalid_argument, "the path is empty: give the PNG file's name");
     if (channels < 1 || channels > 4 || width <= 0 || height <= 0)
       sg2::fail(sg2::ErrorKind::invalid_argument, "image ", width, "x", height, "x", channels,
                 ": sizes must be positive and channels 1-4");
+    elements(int64_t(width) * height, channels, "pixels");
     sg2::Image8 im;
     im.width = width;
     im.height = height;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/batch_pipe.h"
+#include "formats/nonfinite.h"
 #include "sg2/generator.h"
 #include "sg2/model.h"
 
@@ -53,12 +54,8 @@ class Backend {
   virtual void set_progress(std::function<void(double)> cb) { (void)cb; }
 };
 
-/// The synchronous host pipe over backend.synthesize() (batch_pipe.h).
-/// Throws Error(invalid_argument) when a synthesized batch `img` ([N, C, H, W] float32) holds a
-/// NaN or an infinite value: "the synthesis of sample K gave NaN or infinite pixels ...", K counted
-/// from `first_sample`. Such pixels come from latents far outside what the mapping network outputs
-/// (a huge truncation psi, or given ws); the official code writes them as 0 without a word.
-void require_finite_images(const Tensor& img, int64_t first_sample = 0);
+/// The synchronous host pipe over backend.synthesize() (batch_pipe.h); it checks every batch with
+/// require_finite_images (formats/nonfinite.h), blaming out.nonfinite_source.
 
 /// About how many bytes the CPU reference backend holds per image of a batch (its peak).
 int64_t reference_cpu_bytes_per_image(const ModelConfig& cfg);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "formats/nonfinite.h"
 #include "sg2/generator.h"
 #include "sg2/tensor.h"
 
@@ -24,6 +25,8 @@ struct HostBatchView {
 struct PipeOutputs {
   bool u8 = true;
   bool img = false;
+  /// Where the batches' latents come from: what a NaN or infinite pixel is blamed on (host pipe).
+  NonfiniteSource nonfinite_source = NonfiniteSource::given_ws;
 };
 
 class BatchPipe {

@@ -2,6 +2,7 @@
 #include "sg2/generator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -147,7 +148,9 @@ struct Generator::Impl {
   int max_batch = 1;
   std::string dump_dir;
   std::function<void(double)> progress;
-  double progress_base = 0, progress_span = 1;  // this backend call's share of the synthesize call
+  double progress_base = 0, progress_span = 1;                   // this backend call's share of the synthesize call
+  NonfiniteSource nonfinite_source = NonfiniteSource::given_ws;  // what a NaN pixel is blamed on (generate sets it)
+  std::atomic<bool> in_use{false};                               // a call is running (the Generator is not thread-safe)
 };
 
 Generator::Generator(Model model, GeneratorOptions options) : impl_(std::make_unique<Impl>()) {
@@ -227,8 +230,29 @@ BatchPlan Generator::plan_batch(int64_t images, int requested, int concurrent) c
 
 Backend& GeneratorAccess::backend(Generator& gen) { return *live(gen.impl_).backend; }
 
+namespace {
+// Held for the length of a call: a second thread in the same Generator fails at once instead of
+// racing it (or waiting forever on the backend's pool or stream).
+class InUse {
+ public:
+  explicit InUse(std::atomic<bool>& flag) : flag_(flag) {
+    if (flag_.exchange(true))
+      fail(ErrorKind::invalid_argument,
+           "this sg2::Generator is running a call on another thread: a Generator is not thread-safe (use one per "
+           "thread, or a lock)");
+  }
+  ~InUse() { flag_.store(false); }
+  InUse(const InUse&) = delete;
+  InUse& operator=(const InUse&) = delete;
+
+ private:
+  std::atomic<bool>& flag_;
+};
+}  // namespace
+
 Tensor Generator::map(const Tensor& z, const Tensor& c, const Truncation& trunc) {
   const ModelConfig& cfg = config();  // throws on a moved-from Generator
+  const InUse busy(impl_->in_use);
   if (z.ndim() != 2 || z.dim(1) != cfg.z_dim)
     fail(ErrorKind::invalid_argument, "z must be [N, ", cfg.z_dim, "] for this model, got ", z.shape_str());
   const int64_t N = z.dim(0);
@@ -248,6 +272,9 @@ Tensor Generator::map(const Tensor& z, const Tensor& c, const Truncation& trunc)
     fail(ErrorKind::invalid_argument, "truncation cutoff must be >= 0, got ", *trunc.cutoff);
   for (float v : z.vec())
     if (!std::isfinite(v)) fail(ErrorKind::invalid_argument, "z contains NaN or infinite values");
+  if (cfg.c_dim > 0)
+    for (float v : c.vec())
+      if (!std::isfinite(v)) fail(ErrorKind::invalid_argument, "the class label c contains NaN or infinite values");
   std::vector<Tensor> parts;
   for (int64_t b = 0; b < N; b += impl_->max_batch) {
     int64_t e = std::min<int64_t>(N, b + impl_->max_batch);
@@ -261,6 +288,7 @@ Tensor Generator::map(const Tensor& z, const Tensor& c, const Truncation& trunc)
 
 Tensor Generator::synthesize(const Tensor& ws, const NoiseSpec& noise) {
   const ModelConfig& cfg = config();
+  const InUse busy(impl_->in_use);
   if (ws.ndim() != 3 || ws.dim(1) != cfg.num_ws || ws.dim(2) != cfg.w_dim)
     fail(ErrorKind::invalid_argument, "ws must be [N, ", cfg.num_ws, ", ", cfg.w_dim, "] for this model, got ",
          ws.shape_str());
@@ -300,14 +328,21 @@ Tensor Generator::synthesize(const Tensor& ws, const NoiseSpec& noise) {
     impl_->progress_base = double(b) / double(N);
     impl_->progress_span = double(e - b) / double(N);
     parts.push_back(impl_->backend->synthesize(ws.slice0(b, e), part, b == 0 ? impl_->dump_dir : std::string()));
-    require_finite_images(parts.back(), b);
+    require_finite_images(parts.back(), b, impl_->nonfinite_source);
   }
   if (parts.empty()) return Tensor({0, cfg.img_channels, cfg.img_resolution, cfg.img_resolution});
   return concat0(parts);
 }
 
 Tensor Generator::generate(const Tensor& z, const Tensor& c, const Truncation& trunc, const NoiseSpec& noise) {
-  return synthesize(map(z, c, trunc), noise);
+  Tensor ws = map(z, c, trunc);
+  Impl& impl = live(impl_);
+  impl.nonfinite_source = std::fabs(trunc.psi) <= 1 ? NonfiniteSource::mapping : NonfiniteSource::truncation;
+  struct Reset {
+    Impl& i;
+    ~Reset() { i.nonfinite_source = NonfiniteSource::given_ws; }
+  } reset{impl};
+  return synthesize(ws, noise);
 }
 
 // --- inputs -------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ class HostPipe final : public BatchPipe {
     try {
       Slot& s = slots_[static_cast<size_t>(id)];
       Tensor img = backend_.synthesize(ws, noise, std::string());
-      require_finite_images(img, -1);
+      require_finite_images(img, -1, out_.nonfinite_source);
       s.count = n;
       const int C = cfg_.img_channels, R = cfg_.img_resolution;
       const size_t per = size_t(C) * R * R;

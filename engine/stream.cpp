@@ -138,6 +138,9 @@ StreamStats generate_stream(const std::vector<Generator*>& gens, const ImageJob&
   PipeOutputs outs;
   outs.u8 = options.uint8;
   outs.img = options.float32;
+  outs.nonfinite_source = from_ws                              ? NonfiniteSource::given_ws
+                          : std::fabs(job.truncation.psi) <= 1 ? NonfiniteSource::mapping
+                                                               : NonfiniteSource::truncation;
   // The pipes first (device memory, pinned buffers), on this thread, so that a failure is reported
   // before any work starts.
   for (size_t g = 0; g < gens.size(); ++g)

@@ -7,12 +7,29 @@
 #include <cmath>
 #include <cstring>
 
+#include "formats/nonfinite.h"
 #include "sg2/error.h"
 #include "util/file_util.h"
 
 namespace sg2 {
 
-void require_finite_images(const Tensor& img, int64_t first_sample) {
+const char* nonfinite_cause(NonfiniteSource source) {
+  switch (source) {
+    case NonfiniteSource::mapping:
+      return "its latents came from this model's own mapping network, so the model's weights overflow (a damaged "
+             "or diverged checkpoint, or float16 arithmetic: try precision fp32)";
+    case NonfiniteSource::truncation:
+      return "a truncation psi far beyond [-1, 1] pushed its latents far outside the range the mapping network "
+             "produces";
+    case NonfiniteSource::given_ws:
+      break;
+  }
+  return "its latents (ws) are far outside the range the mapping network produces (ws from elsewhere), or the "
+         "model's weights overflow (with latents from its own mapping too: a damaged checkpoint, or float16: try "
+         "precision fp32)";
+}
+
+void require_finite_images(const Tensor& img, int64_t first_sample, NonfiniteSource source) {
   if (img.ndim() != 4 || img.dim(0) == 0) return;
   const int64_t per = img.numel() / img.dim(0);
   const float* p = img.data();
@@ -20,8 +37,7 @@ void require_finite_images(const Tensor& img, int64_t first_sample) {
     if (!std::isfinite(p[i]))
       fail(ErrorKind::invalid_argument, "the synthesis of ",
            first_sample < 0 ? std::string("a sample") : "sample " + std::to_string(first_sample + i / per),
-           " gave NaN or infinite pixels: its latents (ws) are far outside the range the mapping network produces "
-           "(a very large truncation psi, or ws from elsewhere)");
+           " gave NaN or infinite pixels: ", nonfinite_cause(source));
 }
 
 Image8 to_image8(const Tensor& img, int64_t n) {

@@ -2,7 +2,11 @@
 // exception crossing the boundary.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cmath>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "sg2/sg2.h"
 #include "sg2/sg2_c.h"
@@ -106,7 +110,8 @@ TEST(CApi, ErrorsAreStatusCodesWithMessages) {
   EXPECT_EQ(sg2_generate_seeds(h.g, &seed, 1, -1, 1.0f, SG2_NOISE_CONST, img.data()), SG2_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(sg2_last_error()).find("conditional"), std::string::npos) << sg2_last_error();
   EXPECT_EQ(sg2_generate_seeds(h.g, &seed, 1, 4, 1.0f, SG2_NOISE_CONST, img.data()), SG2_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(sg2_last_error()).find("out of range"), std::string::npos) << sg2_last_error();
+  EXPECT_NE(std::string(sg2_last_error()).find("pass a class_idx in [0, 3], got 4"), std::string::npos)
+      << sg2_last_error();
   EXPECT_EQ(sg2_generate_seeds(h.g, &seed, 1, 0, NAN, SG2_NOISE_CONST, img.data()), SG2_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(sg2_generate_seeds(h.g, nullptr, 1, 0, 1.0f, SG2_NOISE_CONST, img.data()), SG2_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(sg2_generate_seeds(h.g, &seed, -1, 0, 1.0f, SG2_NOISE_CONST, img.data()), SG2_ERR_INVALID_ARGUMENT);
@@ -128,4 +133,86 @@ TEST(CApi, ErrorsAreStatusCodesWithMessages) {
   ASSERT_EQ(sg2_default_model_path(buf.data(), buf.size(), nullptr), SG2_OK);
   EXPECT_EQ(std::string(buf.data()), default_model_path());
   EXPECT_STREQ(sg2_version(), version());
+}
+
+// Issue 23.11: every argument checked before the caller's arrays are read (sizes in checked
+// arithmetic), a NaN label refused, a huge n a usage error (not "internal"), an empty PNG path
+// named as such, and a handle used from two threads at once fails instead of deadlocking.
+TEST(CApi, ArgumentsAreCheckedBeforeAnyArrayIsRead) {
+  const std::string dir = temp_dir("c_args");
+  const std::string model = write_tiny_model(dir, 4);
+  const sg2_options opt = cpu_options();
+  Handle h;
+  ASSERT_EQ(sg2_generator_open(model.c_str(), &opt, &h.g), SG2_OK) << sg2_last_error();
+  sg2_model_info info;
+  ASSERT_EQ(sg2_generator_info(h.g, &info), SG2_OK);
+  float z[8] = {0}, c[4] = {0, 1, 0, 0};
+  std::vector<float> ws(size_t(info.num_ws) * info.w_dim);
+  // A huge n: a usage error before z (8 floats here) is read.
+  EXPECT_EQ(sg2_map(h.g, z, c, int64_t(1) << 40, 1.0f, -1, ws.data()), SG2_ERR_INVALID_ARGUMENT);
+  EXPECT_STREQ(sg2_last_error(), "n must be in [0, 2^31], got 1099511627776");
+  uint32_t seed = 0;
+  std::vector<float> img(size_t(info.img_channels) * info.img_resolution * info.img_resolution);
+  EXPECT_EQ(sg2_generate_seeds(h.g, &seed, int64_t(1) << 62, 1, 1.0f, SG2_NOISE_CONST, img.data()),
+            SG2_ERR_INVALID_ARGUMENT);
+  // A bad class, psi or noise mode: refused before the arrays are read (n = 2^31 would over-read).
+  EXPECT_EQ(sg2_generate_seeds(h.g, &seed, int64_t(1) << 31, 9, 1.0f, SG2_NOISE_CONST, img.data()),
+            SG2_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sg2_last_error()).find("pass a class_idx in [0, 3], got 9"), std::string::npos)
+      << sg2_last_error();
+  EXPECT_EQ(sg2_map(h.g, z, c, int64_t(1) << 31, std::nanf(""), -1, ws.data()), SG2_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(sg2_synthesize(h.g, ws.data(), int64_t(1) << 31, static_cast<sg2_noise_mode>(7), 0, nullptr, img.data()),
+            SG2_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(sg2_map(h.g, z, nullptr, 1, 1.0f, -1, ws.data()), SG2_ERR_INVALID_ARGUMENT);
+  // A NaN in the label.
+  float bad_c[4] = {0, std::nanf(""), 0, 0};
+  EXPECT_EQ(sg2_map(h.g, z, bad_c, 1, 1.0f, -1, ws.data()), SG2_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sg2_last_error()).find("the class label c contains NaN"), std::string::npos)
+      << sg2_last_error();
+  // to_uint8: 5 channels refused before 5 x 30000 x 30000 floats are read from a 1-float buffer.
+  float one = 0;
+  uint8_t px[4];
+  EXPECT_EQ(sg2_to_uint8(&one, 5, 30000, 30000, px), SG2_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sg2_last_error()).find("channels 1-4"), std::string::npos) << sg2_last_error();
+  // An empty PNG path.
+  EXPECT_EQ(sg2_write_png("", px, 1, 1, 3), SG2_ERR_INVALID_ARGUMENT);
+  EXPECT_STREQ(sg2_last_error(), "the path is empty: give the PNG file's name");
+}
+
+TEST(CApi, AHandleUsedFromTwoThreadsFailsInsteadOfDeadlocking) {
+  const sg2_options opt = cpu_options();
+  Handle h;
+  ASSERT_EQ(sg2_generator_open(nullptr, &opt, &h.g), SG2_OK) << sg2_last_error();  // the bundled 32x32 model
+  sg2_model_info info;
+  ASSERT_EQ(sg2_generator_info(h.g, &info), SG2_OK);
+  const int64_t n = 48;
+  std::vector<uint32_t> seeds(n);
+  for (int64_t i = 0; i < n; ++i) seeds[size_t(i)] = uint32_t(i);
+  const size_t per = size_t(info.img_channels) * info.img_resolution * info.img_resolution;
+  std::vector<float> a(per * n), b(per * n);
+  std::atomic<bool> started{false};
+  sg2_status first = SG2_OK;
+  std::thread t([&] {
+    started = true;
+    first = sg2_generate_seeds(h.g, seeds.data(), n, 1, 1.0f, SG2_NOISE_CONST, a.data());
+  });
+  while (!started) std::this_thread::yield();
+  // Call again while the first call runs (it takes about a second on 2 cores); retry until one
+  // lands inside it.
+  int busy = 0;
+  std::string message;
+  for (int i = 0; i < 2000 && busy == 0; ++i) {
+    const sg2_status s = sg2_generate_seeds(h.g, seeds.data(), 1, 1, 1.0f, SG2_NOISE_CONST, b.data());
+    if (s == SG2_ERR_INVALID_ARGUMENT) {
+      ++busy;
+      message = sg2_last_error();
+    }
+  }
+  t.join();
+  EXPECT_EQ(first, SG2_OK);
+  ASSERT_EQ(busy, 1) << "no call overlapped the long one";
+  EXPECT_NE(message.find("is running a call on another thread: a generator is not thread-safe"), std::string::npos)
+      << message;
+  // The handle works afterwards.
+  EXPECT_EQ(sg2_generate_seeds(h.g, seeds.data(), 1, 1, 1.0f, SG2_NOISE_CONST, b.data()), SG2_OK);
 }

@@ -45,7 +45,12 @@ typedef enum sg2_noise_mode {
   SG2_NOISE_MODE_FORCE_INT = 0x7fffffff /* keeps the enum int-sized; not a mode */
 } sg2_noise_mode;
 
-/** An opened generator (model + device). Not thread-safe: use one per thread. */
+/** An opened generator (model + device). Not thread-safe: use one per thread. A call made while
+ *  another thread's call on the same handle runs fails at once with SG2_ERR_INVALID_ARGUMENT
+ *  ("... is running a call on another thread ..."), instead of racing it.
+ *  Every call checks all its arguments (n in [0, 2^31], classes, psi finite, noise mode, image
+ *  sizes, labels without NaN) before it reads the caller's arrays; the arrays must then hold the
+ *  sizes stated. */
 typedef struct sg2_generator sg2_generator;
 
 /** Options for sg2_generator_open; fill with sg2_options_init first. */
