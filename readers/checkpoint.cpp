@@ -71,6 +71,21 @@ std::string sniff_foreign(const uint8_t* d, size_t n) {
   if (head.rfind("{", 0) == 0 || head.rfind("version https://git-lfs", 0) == 0)
     return head.rfind("version https://git-lfs", 0) == 0 ? "a Git LFS pointer file (the real file was never downloaded)"
                                                          : "a JSON/text file, not a checkpoint";
+  // Plain text (a README, an error page, a list of URLs saved under the checkpoint's name). A
+  // protocol 0 pickle is text too, but ends with its STOP opcode '.'; checkpoints are binary.
+  if (d[0] != 0x80) {
+    bool text = true;
+    for (size_t k = 0; k < n && k < 4096 && text; ++k)
+      text = (d[k] >= 0x20 && d[k] < 0x7f) || d[k] == '\n' || d[k] == '\r' || d[k] == '\t' || d[k] >= 0xc2;
+    size_t last = n;
+    while (last > 0 && std::isspace(d[last - 1])) --last;
+    if (text && !(last > 0 && d[last - 1] == '.')) {
+      const std::string shown =
+          pickle::printable(std::string(reinterpret_cast<const char*>(d + i), std::min<size_t>(n - i, 40)), 40);
+      return "a text file, not a checkpoint (it starts with '" + shown +
+             "'); checkpoints are binary: pickles start with the byte 0x80, torch.save zips with 'PK'";
+    }
+  }
   return "";
 }
 

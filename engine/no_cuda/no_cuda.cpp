@@ -5,14 +5,18 @@
 namespace sg2 {
 
 int cuda_device_count(std::string* why) {
-  if (why) *why = "this sg2 was built without the CUDA backend (configured with SG2_CUDA=OFF)";
+  if (why)
+    *why =
+        "this sg2 was built without the CUDA backend (configured with SG2_CUDA=OFF, or no CUDA compiler was found "
+        "when it was configured)";
   return 0;
 }
 
 std::unique_ptr<Backend> make_cuda_backend(const Model&, int, Precision, bool) {
   fail(ErrorKind::device,
-       "this sg2 was built without the CUDA backend. HINT: rebuild with the CUDA "
-       "toolkit installed");
+       "this sg2 was built without the CUDA backend (configured with SG2_CUDA=OFF, or no CUDA compiler was found "
+       "when it was configured). HINT: rebuild with SG2_CUDA=ON scripts/build.sh (it needs nvcc, cuBLAS and cuDNN; "
+       "a GPU is needed only to run it)");
 }
 
 }  // namespace sg2
