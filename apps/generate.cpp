@@ -227,6 +227,14 @@ int run_generate(int argc, char** argv) {
     }
   model_notices("generate", cfg, from_ws ? nullptr : &trunc, noise_mode, quiet);
   if (!quiet && shard.shard.sharded()) say("generate", "note", shard_note(shard));
+  if (!quiet && shard.shard.lone_array_task >= 0) {
+    const std::string id = std::to_string(shard.shard.lone_array_task);
+    say("generate", "note",
+        "this Slurm job array has one task (SLURM_ARRAY_TASK_ID=" + id +
+            "), so it makes the whole list; to re-run one part of the original array, pass --shard I/N (part I of its "
+            "N tasks, e.g. --shard " +
+            id + "/8)");
+  }
   if (duplicates > 0 && !quiet)
     say("generate", "note",
         "--seeds lists " + std::to_string(duplicates) + (duplicates == 1 ? " seed" : " seeds") +

@@ -41,6 +41,7 @@ struct Level {
   int64_t rank = 0, size = 1;
   int local_rank = -1;
   std::string source;
+  int64_t lone_task = -1;  // the array's only task id (an array of one task)
 };
 
 [[noreturn]] void bad_env(const std::string& what) { fail(ErrorKind::invalid_argument, "environment: ", what); }
@@ -99,6 +100,7 @@ std::optional<Level> array_level(const EnvLookup& env) {
   l.rank = (*id - *min) / step;
   l.size = *count;
   l.source = "SLURM_ARRAY_TASK_ID";
+  if (*count == 1) l.lone_task = *id;  // sbatch --array=3: a re-run of one task makes the whole list
   return l;
 }
 
@@ -164,6 +166,7 @@ Shard shard_from_environment(const EnvLookup& env) {
   const std::optional<Level> procs = process_level(env);
   Shard s;
   if (procs) s.local_rank = procs->local_rank;
+  if (array) s.lone_array_task = array->lone_task;
   const Level a = array.value_or(Level{});
   const Level p = procs.value_or(Level{});
   if (a.size > kMaxShards / p.size)

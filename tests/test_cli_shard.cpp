@@ -129,6 +129,32 @@ TEST(CliShard, SlurmJobArrayEqualsOneRun) {
   EXPECT_TRUE(union_equals(parts, dir + "/one"));
 }
 
+// Re-running one task of an array (sbatch --array=3): Slurm calls it an array of one task, so
+// it makes the whole list; a note says so and how to make one part.
+TEST(CliShard, ARerunOfOneArrayTaskSaysHowToMakeOnePart) {
+  const std::string dir = temp_dir("array_one");
+  const std::string model = write_tiny_model(dir);
+  const CliResult r = run_cli(generate_args(model, dir + "/o"), {"SLURM_ARRAY_TASK_ID=3", "SLURM_ARRAY_TASK_MIN=3",
+                                                                 "SLURM_ARRAY_TASK_MAX=3", "SLURM_ARRAY_TASK_COUNT=1"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_EQ(names_of(files_of(dir + "/o")), seed_files(0, 9));
+  EXPECT_NE(r.err.find("sg2 generate: note: this Slurm job array has one task (SLURM_ARRAY_TASK_ID=3), so it makes "
+                       "the whole list; to re-run one part of the original array, pass --shard I/N (part I of its "
+                       "N tasks, e.g. --shard 3/8)"),
+            std::string::npos)
+      << r.err;
+  const CliResult part = run_cli(
+      [&] {
+        auto a = generate_args(model, dir + "/p");
+        a.push_back("--shard");
+        a.push_back("3/8");
+        return a;
+      }(),
+      {"SLURM_ARRAY_TASK_ID=3", "SLURM_ARRAY_TASK_MIN=3", "SLURM_ARRAY_TASK_MAX=3", "SLURM_ARRAY_TASK_COUNT=1"});
+  ASSERT_EQ(part.status, 0) << describe(part);
+  EXPECT_EQ(part.err.find("has one task"), std::string::npos) << part.err;
+}
+
 TEST(CliShard, SrunStepsShardButABatchScriptDoesNot) {
   const std::string dir = temp_dir("srun");
   const std::string model = write_tiny_model(dir);

@@ -29,8 +29,8 @@ TEST(UserMessages, CudaInACpuOnlyBuildSaysHowToBuildIt) {
   std::string why;
   if (cuda_available(&why) || why.find("built without the CUDA backend") == std::string::npos)
     GTEST_SKIP() << "this build has the CUDA backend";
-  const CliResult r = run_cli({"generate", "--seeds", "0", "--class", "1", "--device", "cuda", "--outdir",
-                               temp_dir("cuda_off") + "/o"});
+  const CliResult r = run_cli(
+      {"generate", "--seeds", "0", "--class", "1", "--device", "cuda", "--outdir", temp_dir("cuda_off") + "/o"});
   EXPECT_EQ(r.status, 1) << describe(r);
   EXPECT_NE(r.err.find("built without the CUDA backend (configured with SG2_CUDA=OFF, or no CUDA compiler was found "
                        "when it was configured)"),

@@ -32,6 +32,10 @@ struct Shard {
   /// "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", or an array and a step combined
   /// ("SLURM_ARRAY_TASK_ID x SLURM_PROCID"); "" when nothing shards the run.
   std::string source;
+  /// SLURM_ARRAY_TASK_ID when the job array has this one task (`sbatch --array=3`, often a re-run
+  /// of one task of a larger array): the run then makes the whole list, and the CLI says how to
+  /// make one part instead; -1 otherwise.
+  int64_t lone_array_task = -1;
 
   bool sharded() const { return count > 1; }
   /// "I/N"
