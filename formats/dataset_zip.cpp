@@ -163,15 +163,9 @@ DatasetZip::DatasetZip(const std::string& path) : impl_(std::make_unique<Impl>()
     fail(ErrorKind::invalid_argument, printable(path),
          ": a dataset archive's name must end in .zip (the training code requires it)");
   detail::check_output_path(path);  // an existing directory or link fails now, not after the whole run
-  z.tmp = path + ".tmp." + std::to_string(::getpid());
-  z.slot = detail::register_temp(z.tmp);  // before the file exists: an interrupt from here on removes it
-  z.fd = ::open(z.tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (z.fd < 0) {
-    const int e = errno;
-    detail::unregister_temp(z.slot);
-    fail(ErrorKind::io, printable(path), ": cannot create ", printable(z.tmp), ": ", std::strerror(e));
-  }
-  detail::temp_created(z.slot);
+  // The folder writer's temporary: a new private file, another name when a leftover (the same PID
+  // of an earlier run) holds it or the name is too long for a suffix.
+  z.fd = detail::create_temp_file(path, &z.tmp, &z.slot);
   z.state = Impl::State::open;
   z.mtime = std::time(nullptr);
   z.a = archive_write_new();

@@ -239,7 +239,10 @@ TEST(DatasetZip, AWriteFailureNamesTheArchiveAndLeavesNoFile) {
   EXPECT_EQ(kind, ErrorKind::io);
   EXPECT_GT(added, 10);  // the failure comes from add(), mid-run (3 MiB allowed, 100 entries of 100 kB)
   EXPECT_LT(added, 100);
-  EXPECT_EQ(message, dir + "/full.zip: cannot write: Write error: File too large") << message;
+  EXPECT_EQ(message, dir +
+                         "/full.zip: cannot write: Write error: File too large (the process's file-size limit, "
+                         "ulimit -f, or the largest file this file system holds)")
+      << message;
   EXPECT_FALSE(test::file_exists(dir + "/full.zip"));
   EXPECT_FALSE(test::file_exists(tmp));
 }
@@ -259,8 +262,27 @@ TEST(DatasetZip, RefusesBadNamesAndPaths) {
       "invalid_argument: " + dir + "/x.tar: a dataset archive's name must end in .zip (the training code requires it)");
   EXPECT_EQ(error_of([&] { DatasetZip z(dir + "/"); }).substr(0, 17), "invalid_argument:");
   EXPECT_EQ(error_of([&] { DatasetZip z(dir + "/no/such/x.zip"); }),
-            "io: " + dir + "/no/such/x.zip: cannot create " + dir + "/no/such/x.zip.tmp." + std::to_string(::getpid()) +
-                ": No such file or directory");
+            "io: " + dir + "/no/such/x.zip: cannot write: No such file or directory");
+  // The folder writer's fallbacks (issue 23.12): a leftover temporary of an earlier run with the same
+  // PID is left alone (another name is taken), and a 255-byte name gets a short temporary name.
+  const std::string leftover = dir + "/a.zip.tmp." + std::to_string(::getpid());
+  detail::write_file_atomic(leftover, "old", 3);
+  {
+    DatasetZip z(dir + "/a.zip");
+    EXPECT_EQ(z.temp_path(), leftover + ".1");
+    z.add(dataset_image_name(0), "x", 1);
+    z.finish(dataset_json(0, 1, std::nullopt));
+  }
+  EXPECT_TRUE(test::file_exists(dir + "/a.zip"));
+  EXPECT_EQ(test::slurp(leftover), "old");
+  const std::string long_name = dir + "/" + std::string(251, 'n') + ".zip";  // 255 bytes: no room for .tmp.PID
+  {
+    DatasetZip z(long_name);
+    EXPECT_NE(z.temp_path().find("/.sg2-" + std::to_string(::getpid()) + ".tmp"), std::string::npos) << z.temp_path();
+    z.add(dataset_image_name(0), "x", 1);
+    z.finish(dataset_json(0, 1, std::nullopt));
+  }
+  EXPECT_TRUE(test::file_exists(long_name));
   DatasetZip zip(dir + "/ok.zip");
   const std::vector<uint8_t> d(3, 0);
   for (const std::string& name :

@@ -232,43 +232,50 @@ void check_replaceable(const std::string& path) {
 
 void check_output_path(const std::string& path) { check_replaceable(path); }
 
-TempFile::TempFile(std::string path) : path_(std::move(path)) {
-  check_replaceable(path_);
-  std::string base = path_ + ".tmp." + std::to_string(::getpid());
+int create_temp_file(const std::string& path, std::string* tmp, int* slot) {
+  std::string base = path + ".tmp." + std::to_string(::getpid());
   bool short_name = false;
   for (int attempt = 0;; ++attempt) {
     static std::atomic<uint64_t> short_names{0};
-    tmp_ = short_name ? base + "." + std::to_string(short_names++)
+    *tmp = short_name ? base + "." + std::to_string(short_names++)
                       : (attempt == 0 ? base : base + "." + std::to_string(attempt));
-    slot_ = register_temp(tmp_);  // before the file exists: an interrupt from here on removes it
+    *slot = register_temp(*tmp);  // before the file exists: an interrupt from here on removes it
     // A new file only (O_EXCL), never through a link (O_NOFOLLOW): a name planted beside the
     // output (a symbolic link to another file, a FIFO, a stale temporary) is never written through.
-    const int fd = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    const int fd = ::open(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     const int err = errno;
     if (fd >= 0) {
-      temp_created(slot_);
-      f_ = ::fdopen(fd, "wb");
-      if (f_ != nullptr) return;
-      const std::string why = errno_text();
-      ::close(fd);
-      ::unlink(tmp_.c_str());
-      unregister_temp(slot_);
-      fail(ErrorKind::io, path_, ": cannot write: ", why);
+      temp_created(*slot);
+      return fd;
     }
-    unregister_temp(slot_);
-    slot_ = -1;
+    unregister_temp(*slot);
+    *slot = -1;
     if ((err == EEXIST || err == ELOOP) && attempt < 16) continue;
     if (err == ENAMETOOLONG && !short_name) {
       // a name near the file system's 255-byte limit: a short temporary name in the same folder
-      const size_t slash = path_.rfind('/');
-      base = (slash == std::string::npos ? std::string() : path_.substr(0, slash + 1)) + ".sg2-" +
+      const size_t slash = path.rfind('/');
+      base = (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) + ".sg2-" +
              std::to_string(::getpid()) + ".tmp";
       short_name = true;
       attempt = -1;
       continue;
     }
-    fail(ErrorKind::io, path_, ": cannot write: ", std::strerror(err));
+    errno = err;
+    fail(ErrorKind::io, path, ": cannot write: ", errno_text());
   }
+}
+
+TempFile::TempFile(std::string path) : path_(std::move(path)) {
+  check_replaceable(path_);
+  const int fd = create_temp_file(path_, &tmp_, &slot_);
+  f_ = ::fdopen(fd, "wb");
+  if (f_ != nullptr) return;
+  const std::string why = errno_text();
+  ::close(fd);
+  ::unlink(tmp_.c_str());
+  unregister_temp(slot_);
+  slot_ = -1;
+  fail(ErrorKind::io, path_, ": cannot write: ", why);
 }
 
 TempFile::~TempFile() {

@@ -59,6 +59,14 @@ class TempFile {
   int slot_ = -1;  // index in the interrupt cleanup's table, -1 once the file is renamed or removed
 };
 
+/// Creates the temporary file for `path` — new (O_EXCL), never through a link (O_NOFOLLOW), and
+/// registered with the interrupt cleanup before it exists: `path.tmp.PID`, then `.1`, `.2`, ...
+/// when that name is taken (a leftover of an earlier process with the same PID), and
+/// `.sg2-PID.tmp.N` in the same folder when `path` is too long for a suffix. Returns the open
+/// descriptor; *tmp and *slot receive its name and cleanup slot (call unregister_temp(*slot) once
+/// it is renamed or removed). Throws Error(io) "<path>: cannot write: reason".
+int create_temp_file(const std::string& path, std::string* tmp, int* slot);
+
 /// Registers a temporary file with the interrupt cleanup (sg2/interrupt.h: SIGINT, SIGTERM and
 /// SIGHUP unlink it) before it is created; returns the slot for temp_created and unregister_temp.
 /// Waits while 1,024 are registered; once an interrupt is being handled it waits for the end of
