@@ -1,12 +1,15 @@
 // sg2 bench --end-to-end (bench_e2e.h).
 #include "bench_e2e.h"
 
+#include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
-#include <filesystem>
+#include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -15,9 +18,28 @@
 #include "sg2/error.h"
 #include "sg2/generator.h"
 #include "sg2/stream.h"
+#include "sg2/text.h"
 #include "task_pool.h"
 
 namespace sg2::cli {
+
+namespace {
+// Removes the regular files in the run's own temporary folder, then the folder (never following a
+// link: nothing but the bench's files can be in a folder mkdtemp made for it).
+void remove_written(const std::string& dir) {
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      struct stat st {};
+      const std::string path = dir + "/" + name;
+      if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) ::unlink(path.c_str());
+    }
+    ::closedir(d);
+  }
+  ::rmdir(dir.c_str());
+}
+}  // namespace
 
 int run_end_to_end_bench(const cxxopts::ParseResult& args, const Model& model, const std::string& label) {
   const std::string seeds_text = has(args, "seeds") ? get(args, "seeds") : "0-255";
@@ -49,8 +71,14 @@ int run_end_to_end_bench(const cxxopts::ParseResult& args, const Model& model, c
   if (has(args, "outdir")) {
     dir = get(args, "outdir");
   } else {
+    // created new and private (mkdtemp: a random name, mode 0700), never a folder or link that was
+    // there before; only the files written into it are removed afterwards
     const char* base = std::getenv("TMPDIR");
-    dir = std::string(base && *base ? base : "/tmp") + "/sg2-bench-e2e-" + std::to_string(::getpid());
+    std::string templ = std::string(base && *base ? base : "/tmp") + "/sg2-bench-e2e-XXXXXX";
+    if (::mkdtemp(templ.data()) == nullptr)
+      fail(ErrorKind::io, "cannot create a temporary folder in ", printable(base && *base ? base : "/tmp"), ": ",
+           std::strerror(errno), " (set TMPDIR, or give --outdir)");
+    dir = templ;
   }
   const bool keep = has(args, "keep") || has(args, "outdir");
   OutputDir out(dir);
@@ -68,11 +96,11 @@ int run_end_to_end_bench(const cxxopts::ParseResult& args, const Model& model, c
   try {
     st = write_images(ptrs, job, so, io, {}, files);
   } catch (...) {
-    if (!keep) std::filesystem::remove_all(dir);
+    if (!keep) remove_written(dir);
     throw;
   }
   out.commit();
-  if (!keep) std::filesystem::remove_all(dir);
+  if (!keep) remove_written(dir);
 
   const double img_s = double(st.images) / st.wall_s, mb = double(st.bytes) / 1e6;
   const int G = static_cast<int>(gens.size());

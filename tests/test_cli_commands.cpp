@@ -1,5 +1,9 @@
 // sg2 mix, interpolate and compare end to end on the CPU backend with small random model files,
 // checked against the C++ API and the official scripts' conventions.
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -8,6 +12,7 @@
 #include "sg2/image.h"
 #include "sg2/npy.h"
 #include "test_cli_run.h"
+#include "util/file_util.h"
 
 using namespace sg2;
 using namespace sg2::test;
@@ -259,4 +264,30 @@ TEST(CliBench, EndToEndWritesTheFilesAndNamesTheStages) {
   r = test::run_cli({"bench", "--config", "paper256", "--device", "cpu", "--seeds", "0-3"});
   EXPECT_EQ(r.status, 2) << test::describe(r);
   EXPECT_NE(r.err.find("--seeds is an option of --end-to-end"), std::string::npos) << r.err;
+}
+
+// Issue 23.12: without --outdir the files go to a folder created new and private under $TMPDIR
+// (mkdtemp); what was there before (an old run's folder under the PID-style name, a link) is never
+// touched, and the run leaves nothing behind.
+TEST(CliBench, EndToEndTemporaryFolderIsNewAndPrivate) {
+  const std::string tmp = test::temp_dir("e2e_tmp");
+  const std::string victim = test::temp_dir("e2e_victim");
+  sg2::detail::write_file_atomic(victim + "/keep.txt", "keep", 4);
+  ASSERT_EQ(::symlink(victim.c_str(), (tmp + "/sg2-bench-e2e-" + std::to_string(::getpid() + 1)).c_str()), 0);
+  ::mkdir((tmp + "/sg2-bench-e2e-old").c_str(), 0755);
+  sg2::detail::write_file_atomic(tmp + "/sg2-bench-e2e-old/seed0000.png", "old", 3);
+  const test::CliResult r =
+      test::run_cli({"bench", "--end-to-end", "--network", test::source_path("models/digits32/digits32.pkl"),
+                     "--device", "cpu", "--seeds", "0-3", "--jobs", "2"},
+                    {"TMPDIR=" + tmp});
+  ASSERT_EQ(r.status, 0) << test::describe(r);
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(tmp.c_str())) {
+    while (const dirent* e = ::readdir(d))
+      if (e->d_name[0] != '.') names.push_back(e->d_name);
+    ::closedir(d);
+  }
+  EXPECT_EQ(names.size(), 2u) << "the run left something in TMPDIR";
+  EXPECT_EQ(test::slurp(victim + "/keep.txt"), "keep");
+  EXPECT_EQ(test::slurp(tmp + "/sg2-bench-e2e-old/seed0000.png"), "old");
 }
