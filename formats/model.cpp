@@ -183,7 +183,7 @@ std::vector<ModelProblem> validate_model(const Model& model) {
     } else if (it->second.shape() != shape) {
       problems.push_back({ModelProblem::Kind::bad_shape, name,
                           "expected " + shape_to_string(shape) + ", got " + it->second.shape_str()});
-    } else {
+    } else if (name != "mapping.w_avg") {  // w_avg: require_finite_w_avg, where truncation reads it
       for (float v : it->second.vec())
         if (!std::isfinite(v)) {
           problems.push_back({ModelProblem::Kind::bad_shape, name, "contains NaN or infinite values"});
@@ -195,6 +195,24 @@ std::vector<ModelProblem> validate_model(const Model& model) {
     if (!names.count(name))
       problems.push_back({ModelProblem::Kind::unexpected, name, "unexpected tensor " + t.shape_str()});
   return problems;
+}
+
+bool w_avg_finite(const Model& model) {
+  auto it = model.tensors.find("mapping.w_avg");
+  if (it == model.tensors.end()) return false;
+  for (float v : it->second.vec())
+    if (!std::isfinite(v)) return false;
+  return true;
+}
+
+void require_finite_w_avg(const Model& model, float psi) {
+  if (psi == 1.0f || w_avg_finite(model)) return;
+  std::ostringstream p;
+  p << psi;
+  fail(ErrorKind::invalid_argument, "truncation psi ", p.str(),
+       " needs w_avg, and this model's w_avg contains NaN or infinite values (the checkpoint's tracked average "
+       "diverged?): use truncation psi 1, which never reads it, or store another w_avg with sg2 convert CHECKPOINT "
+       "OUT.safetensors --w-avg W_AVG.npy");
 }
 
 void check_model(const Model& model, const std::string& what) {
