@@ -2,6 +2,7 @@
 #include "sg2/download.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -241,6 +242,36 @@ void fetch(const std::string& url, const std::string& path, const DownloadOption
   }
 }
 
+/// An exclusive lock on `<path>.lock` while one process downloads `path`, so that the processes of a
+/// sharded run (srun / mpirun, each with the same --network URL) download it once: the others wait
+/// and then find the file. The lock file is removed afterwards; a process that locked a file just
+/// removed may download in parallel, which stays correct (each renames a whole file into place).
+class DownloadLock {
+ public:
+  explicit DownloadLock(std::string path) : path_(std::move(path) + ".lock") {
+    slot_ = detail::register_temp(path_);  // an interrupt removes it too
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    detail::temp_created(slot_);
+    if (fd_ < 0) return;  // no lock (a read-only folder fails later, with its reason)
+    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  ~DownloadLock() {
+    if (fd_ >= 0) {
+      ::unlink(path_.c_str());
+      ::close(fd_);
+    }
+    detail::unregister_temp(slot_);
+  }
+  DownloadLock(const DownloadLock&) = delete;
+  DownloadLock& operator=(const DownloadLock&) = delete;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  int slot_ = -1;
+};
+
 #endif  // SG2_WITH_CURL
 
 }  // namespace
@@ -283,6 +314,8 @@ std::string download_cached(const std::string& url, const DownloadOptions& optio
   if (regular_file(path)) return path;  // complete: files get there only by rename
 #ifdef SG2_WITH_CURL
   detail::make_dirs(path.substr(0, path.rfind('/')));
+  DownloadLock lock(path);
+  if (regular_file(path)) return path;  // another process downloaded it meanwhile
   fetch(url, path, options);
   if (downloaded != nullptr) *downloaded = true;
   return path;

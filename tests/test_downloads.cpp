@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -112,11 +113,33 @@ TEST(Downloads, ADownloadIsCachedAndUsedWithoutTheNetwork) {
   EXPECT_TRUE(file_exists(out + "/seed0000.png"));
 }
 
+TEST(Downloads, ProcessesStartingTogetherDownloadOnce) {
+  LoopbackServer server(served_folder());
+  ASSERT_TRUE(server.running());
+  const std::string cache = temp_dir("cache");
+  const std::string url = server.url("/files/ck.pt");
+  std::vector<std::thread> threads;
+  std::vector<int> downloaded(4, 0);
+  std::vector<std::string> paths(4);
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] {
+      DownloadOptions o;
+      o.cache_dir = cache;
+      bool d = false;
+      paths[size_t(i)] = download_cached(url, o, &d);
+      downloaded[size_t(i)] = d;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(std::count(downloaded.begin(), downloaded.end(), 1), 1);  // the others waited, then found it
+  for (const std::string& p : paths) EXPECT_EQ(slurp(p), slurp(source_path(kCheckpoint)));
+  EXPECT_EQ(entries(cache).size(), 1u);  // no lock file, no temporary
+}
+
 TEST(Downloads, TheCliDownloadsOnceAndSaysWhere) {
   LoopbackServer server(served_folder());
   ASSERT_TRUE(server.running());
   const std::string cache = temp_dir("cache") + "/nested/sg2";  // created when missing
-  const std::string url = server.url("/redirect/ck.pt");       // a redirect is followed
+  const std::string url = server.url("/redirect/ck.pt");        // a redirect is followed
   const std::string out = temp_dir("out");
   CliResult r = run_cli({"generate", "--network", url, "--device", "cpu", "--seeds", "0", "--outdir", out},
                         {"SG2_CACHE_DIR=" + cache});
@@ -153,9 +176,8 @@ TEST(Downloads, FailuresLeaveNothingInTheCache) {
     const std::string url = server.url(c.path);
     std::vector<std::string> env = {"SG2_CACHE_DIR=" + cache};
     if (!c.env.empty()) env.push_back(c.env);
-    CliResult r = run_cli({"generate", "--network", url, "--device", "cpu", "--seeds", "0", "--outdir",
-                           temp_dir("out")},
-                          env);
+    CliResult r =
+        run_cli({"generate", "--network", url, "--device", "cpu", "--seeds", "0", "--outdir", temp_dir("out")}, env);
     EXPECT_EQ(r.status, 1) << c.path << ": " << describe(r);
     EXPECT_TRUE(has_text(r.err, "sg2 generate: error: cannot download " + url + c.expect)) << c.path << ": " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;  // one line
@@ -175,18 +197,19 @@ TEST(Downloads, OfflineAndRefusedUrlsSayWhy) {
     url = server.url("/files/ck.pt");
   }  // stopped: nothing listens on its port now
   const std::string cache = temp_dir("cache");
-  CliResult r = run_cli({"generate", "--network", url, "--seeds", "0", "--outdir", temp_dir("out")},
-                        {"SG2_CACHE_DIR=" + cache});
+  CliResult r =
+      run_cli({"generate", "--network", url, "--seeds", "0", "--outdir", temp_dir("out")}, {"SG2_CACHE_DIR=" + cache});
   EXPECT_EQ(r.status, 1) << describe(r);
-  EXPECT_TRUE(has_text(r.err, "sg2 generate: error: cannot download " + url +
-                                  ": cannot connect (offline, or the server is down?)"))
+  EXPECT_TRUE(has_text(
+      r.err, "sg2 generate: error: cannot download " + url + ": cannot connect (offline, or the server is down?)"))
       << r.err;
   EXPECT_TRUE(entries(cache).empty());
 
-  CliResult ftp = run_cli({"generate", "--network", "ftp://example.org/net.pkl", "--seeds", "0"},
-                          {"SG2_CACHE_DIR=" + cache});
+  CliResult ftp =
+      run_cli({"generate", "--network", "ftp://example.org/net.pkl", "--seeds", "0"}, {"SG2_CACHE_DIR=" + cache});
   EXPECT_EQ(ftp.status, 2) << describe(ftp);
-  EXPECT_TRUE(has_text(ftp.err, "ftp://example.org/net.pkl: only http:// and https:// URLs are downloaded (not ftp://)"))
+  EXPECT_TRUE(
+      has_text(ftp.err, "ftp://example.org/net.pkl: only http:// and https:// URLs are downloaded (not ftp://)"))
       << ftp.err;
   // Credentials in a URL never reach a message; control bytes are escaped.
   CliResult secret = run_cli({"generate", "--network", "http://user:hunter2@127.0.0.1:1/a\x1b[2J.pkl", "--seeds", "0"},

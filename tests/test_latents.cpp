@@ -52,10 +52,13 @@ TEST(Latents, TorchFilesAreReadAsTorchReadsThem) {
       {"e4e_latents.pt", "torch.save zip", "the tensor of the torch.save file", {2, 6, 8}},
       {"e4e_latents_legacy.pt", "torch.save legacy", "the tensor of the torch.save file", {2, 6, 8}},
       {"e4e_latents_f16.pt", "torch.save zip", "the tensor of the torch.save file", {2, 6, 8}},
-      {"projector_w.pt", "torch.save zip",
+      {"projector_w.pt",
+       "torch.save zip",
        "'latent' of 2 images of a rosinality projector result ('inputs/face0.png', 'inputs/face1.png')",
        {2, 8}},
-      {"projector_wplus.pt", "torch.save zip", "'latent' of 1 image of a rosinality projector result ('face.png')",
+      {"projector_wplus.pt",
+       "torch.save zip",
+       "'latent' of 1 image of a rosinality projector result ('face.png')",
        {1, 6, 8}},
       {"projector_single.pt", "torch.save zip", "'latent' of one image's rosinality projector result", {1, 6, 8}},
       {"dict_latents.pt", "torch.save zip", "tensor 'latents' of the dict", {3, 8}},
@@ -90,8 +93,7 @@ TEST(Latents, OtherContentsAreRefusedSayingWhatIsAccepted) {
   };
   const std::vector<Case> cases = {
       {lat("dict_two_tensors.pt"),
-       ": not latents: a dict with keys 'a', 'b' (2 tensors, none called 'w', 'ws', 'latent' or 'latents')" +
-           accepted},
+       ": not latents: a dict with keys 'a', 'b' (2 tensors, none called 'w', 'ws', 'latent' or 'latents')" + accepted},
       {lat("strings.pt"), ": not latents: a dict with keys 'x', 'y' (no tensor)" + accepted},
       {lat("list_of_tensors.pt"),
        ": not latents: a list of 2 values (save one tensor instead: torch.save(torch.stack(latents), "
@@ -142,15 +144,15 @@ TEST(Latents, GenerateWsReadsTorchLatents) {
   const std::string dir = temp_dir("ws");
   const std::string model = write_tiny_model(dir);  // num_ws 6, w_dim 8
   auto gen = [&](const std::string& ws, const std::string& out, std::vector<std::string> extra = {}) {
-    std::vector<std::string> a = {"generate", "--network", model, "--device", "cpu", "--ws", ws,
-                                  "--format", "npy",       "--outdir", dir + "/" + out};
+    std::vector<std::string> a = {"generate", "--network", model, "--device", "cpu",          "--ws",
+                                  ws,         "--format",  "npy", "--outdir", dir + "/" + out};
     a.insert(a.end(), extra.begin(), extra.end());
     return run_cli(a);
   };
   CliResult e4e = gen(lat("e4e_latents.pt"), "e4e");
   ASSERT_EQ(e4e.status, 0) << describe(e4e);
-  EXPECT_TRUE(has_text(e4e.err, "sg2 generate: note: --ws " + lat("e4e_latents.pt") +
-                                    ": the tensor of the torch.save file, [2, 6, 8]"))
+  EXPECT_TRUE(has_text(
+      e4e.err, "sg2 generate: note: --ws " + lat("e4e_latents.pt") + ": the tensor of the torch.save file, [2, 6, 8]"))
       << e4e.err;
   EXPECT_TRUE(has_text(e4e.out, "2 images")) << e4e.out;
   CliResult same = gen(expect_of("e4e_latents.pt"), "e4e_npy");
@@ -161,8 +163,9 @@ TEST(Latents, GenerateWsReadsTorchLatents) {
   // The projector's W latents: [2, 8], two images (each W broadcast to every ws row).
   CliResult w = gen(lat("projector_w.pt"), "w");
   ASSERT_EQ(w.status, 0) << describe(w);
-  EXPECT_TRUE(has_text(w.err, "'latent' of 2 images of a rosinality projector result ('inputs/face0.png', "
-                              "'inputs/face1.png'), [2, 8]"))
+  EXPECT_TRUE(has_text(w.err,
+                       "'latent' of 2 images of a rosinality projector result ('inputs/face0.png', "
+                       "'inputs/face1.png'), [2, 8]"))
       << w.err;
   CliResult w_npy = gen(expect_of("projector_w.pt"), "w_npy");
   ASSERT_EQ(w_npy.status, 0) << describe(w_npy);

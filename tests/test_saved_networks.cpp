@@ -66,8 +66,8 @@ TEST(SavedNetworks, APickledModuleIsNamedWithHowToSaveItsStateDict) {
                        ": 'g_ema' is a pickled torch module (class model.Generator), not a state dict: sg2 never runs "
                        "pickled code, so it cannot rebuild a module; save its weights in its place: "
                        "torch.save({'g_ema': g_ema.state_dict(), ...}, 'checkpoint.pt')"));
-  CliResult r = run_cli({"generate", "--network", user("g_ema_module.pt"), "--seeds", "0", "--outdir",
-                         temp_dir("out") + "/x"});
+  CliResult r =
+      run_cli({"generate", "--network", user("g_ema_module.pt"), "--seeds", "0", "--outdir", temp_dir("out") + "/x"});
   EXPECT_EQ(r.status, 1) << describe(r);
   EXPECT_TRUE(has_text(r.err, "sg2 generate: error: " + user("g_ema_module.pt") + ": a pickled torch module")) << r.err;
 }
@@ -119,8 +119,9 @@ TEST(SavedNetworks, ANanWAvgIsReadOnlyByTruncation) {
   // inspect describes the file and says what is wrong with w_avg.
   CliResult i = run_cli({"inspect", nan_ck});
   ASSERT_EQ(i.status, 0) << describe(i);
-  EXPECT_TRUE(has_text(i.out, "stored, contains NaN or infinite values (truncation psi != 1 is refused; psi 1 never "
-                              "reads it)"))
+  EXPECT_TRUE(has_text(i.out,
+                       "stored, contains NaN or infinite values (truncation psi != 1 is refused; psi 1 never "
+                       "reads it)"))
       << i.out;
   CliResult ij = run_cli({"inspect", nan_ck, "--json"});
   ASSERT_EQ(ij.status, 0) << describe(ij);
@@ -130,25 +131,26 @@ TEST(SavedNetworks, ANanWAvgIsReadOnlyByTruncation) {
 
   // Runs at psi 1 never read it; psi != 1 is refused, saying why and what to do.
   const std::string dir = temp_dir("nan");
-  CliResult g = run_cli({"generate", "--network", nan_ck, "--device", "cpu", "--seeds", "0", "--format", "npy",
-                         "--outdir", dir + "/a"});
+  CliResult g = run_cli(
+      {"generate", "--network", nan_ck, "--device", "cpu", "--seeds", "0", "--format", "npy", "--outdir", dir + "/a"});
   ASSERT_EQ(g.status, 0) << describe(g);
   EXPECT_TRUE(has_text(g.err, "the checkpoint's w_avg contains NaN or infinite values")) << g.err;
   CliResult base = run_cli({"generate", "--network", ck("rosinality16.pt"), "--device", "cpu", "--seeds", "0",
                             "--format", "npy", "--outdir", dir + "/b"});
   ASSERT_EQ(base.status, 0) << describe(base);
   EXPECT_EQ(slurp(dir + "/a/seed0000.npy"), slurp(dir + "/b/seed0000.npy"));  // w_avg unused at psi 1
-  CliResult t = run_cli({"generate", "--network", nan_ck, "--device", "cpu", "--seeds", "0", "--trunc", "0.5",
-                         "--outdir", dir + "/t"});
+  CliResult t = run_cli(
+      {"generate", "--network", nan_ck, "--device", "cpu", "--seeds", "0", "--trunc", "0.5", "--outdir", dir + "/t"});
   EXPECT_EQ(t.status, 2) << describe(t);
-  EXPECT_TRUE(has_text(t.err, "truncation psi 0.5 needs w_avg, and this model's w_avg contains NaN or infinite values "
-                              "(the checkpoint's tracked average diverged?): use truncation psi 1, which never reads "
-                              "it, or store another w_avg with sg2 convert CHECKPOINT OUT.safetensors --w-avg "
-                              "W_AVG.npy"))
+  EXPECT_TRUE(has_text(t.err,
+                       "truncation psi 0.5 needs w_avg, and this model's w_avg contains NaN or infinite values "
+                       "(the checkpoint's tracked average diverged?): use truncation psi 1, which never reads "
+                       "it, or store another w_avg with sg2 convert CHECKPOINT OUT.safetensors --w-avg "
+                       "W_AVG.npy"))
       << t.err;
   EXPECT_FALSE(file_exists(dir + "/t"));
-  CliResult mix = run_cli({"mix", "--network", nan_ck, "--device", "cpu", "--rows", "1,2", "--cols", "3", "--outdir",
-                           dir + "/m"});
+  CliResult mix =
+      run_cli({"mix", "--network", nan_ck, "--device", "cpu", "--rows", "1,2", "--cols", "3", "--outdir", dir + "/m"});
   EXPECT_EQ(mix.status, 0) << describe(mix);
   CliResult mix_t = run_cli({"mix", "--network", nan_ck, "--device", "cpu", "--rows", "1", "--cols", "3", "--trunc",
                              "0.7", "--outdir", dir + "/mt"});
@@ -188,6 +190,7 @@ TEST(SavedNetworks, ANanElsewhereIsStillRefused) {
     check_model(m, "m");
     ADD_FAILURE() << "a NaN weight passed";
   } catch (const Error& e) {
-    EXPECT_TRUE(has_text(e.what(), "m: 1 problem with the tensors: synthesis.b4.conv1.weight: contains NaN")) << e.what();
+    EXPECT_TRUE(has_text(e.what(), "m: 1 problem with the tensors: synthesis.b4.conv1.weight: contains NaN"))
+        << e.what();
   }
 }

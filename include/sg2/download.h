@@ -11,7 +11,8 @@
 // SIGHUP: sg2/interrupt.h); only when the transfer ended with exactly the bytes the server
 // announced (Content-Length) and the server answered 2xx is it flushed to disk (fsync) and renamed
 // into place. Any failure leaves nothing in the cache. A response larger than `max_bytes` is
-// stopped (a hostile or wrong server cannot fill the disk).
+// stopped (a hostile or wrong server cannot fill the disk). Processes downloading the same URL at
+// once (a sharded run) take turns on `<file>.lock` (flock), so the file is downloaded once.
 #pragma once
 
 #include <cstdint>
@@ -59,8 +60,7 @@ std::string cached_download_path(const std::string& url, const DownloadOptions& 
 /// early or sent other than the announced bytes, a response over max_bytes, a stall, or when the
 /// cache folder cannot be written; Error(unsupported) when it would have to download and this sg2
 /// was built without downloads (saying to download the file by hand).
-std::string download_cached(const std::string& url, const DownloadOptions& options = {},
-                            bool* downloaded = nullptr);
+std::string download_cached(const std::string& url, const DownloadOptions& options = {}, bool* downloaded = nullptr);
 
 }  // namespace sg2
 SG2_PUBLIC_END
