@@ -53,7 +53,8 @@ class DownloadBar {
     if (tty_) {
       const int width = 30;
       const int filled = total > 0 ? static_cast<int>(double(received) / double(total) * width) : 0;
-      const std::string bar = total > 0 ? " [" + std::string(size_t(filled), '#') + std::string(size_t(width - filled), ' ') + "]" : "";
+      const std::string bar =
+          total > 0 ? " [" + std::string(size_t(filled), '#') + std::string(size_t(width - filled), ' ') + "]" : "";
       std::fputs(("\r" + label_ + bar + tail + "\x1b[K").c_str(), stderr);
     } else {
       std::fprintf(stderr, "%s:%s\n", label_.c_str(), tail);

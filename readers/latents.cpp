@@ -105,7 +105,8 @@ class TorchLatents {
     std::vector<std::pair<const Node*, const Node*>> items;
     pk::dict_items(root, &items);
     // One image of rosinality's projector: {"img", "latent", "noise"} -> [1, ...].
-    if (has_tensor(root, "latent") && (pk::dict_get(root, "img") != nullptr || pk::dict_get(root, "noise") != nullptr)) {
+    if (has_tensor(root, "latent") &&
+        (pk::dict_get(root, "img") != nullptr || pk::dict_get(root, "noise") != nullptr)) {
       Tensor t = read_float(pk::dict_get(root, "latent"), "'latent'");
       std::vector<int64_t> shape{1};
       shape.insert(shape.end(), t.shape().begin(), t.shape().end());
@@ -115,7 +116,8 @@ class TorchLatents {
     }
     // rosinality projector.py: {image path: {"img", "latent", "noise"}}, stacked in file order.
     bool projector = !items.empty();
-    for (const auto& kv : items) projector = projector && pk::is_dict_like(kv.second) && has_tensor(kv.second, "latent");
+    for (const auto& kv : items)
+      projector = projector && pk::is_dict_like(kv.second) && has_tensor(kv.second, "latent");
     if (projector) return stack_projector(items, out);
     std::vector<std::string> keys, named, tensors;
     const Node* named_node = nullptr;
@@ -134,7 +136,7 @@ class TorchLatents {
         named_node = kv.second;
       }
     }
-    const Node* use = named.size() == 1                         ? named_node
+    const Node* use = named.size() == 1                                 ? named_node
                       : named.empty() && tensors.size() == 1 && !nested ? only_tensor
                                                                         : nullptr;
     if (use == nullptr) {
