@@ -56,10 +56,15 @@ void complete(ConvertResult& res, const ConvertOptions& options) {
       if (!std::isfinite(v)) fail(ErrorKind::invalid_argument, "the supplied w_avg contains NaN or infinite values");
     res.model.tensors["mapping.w_avg"] = w.reshaped({D});
     rep.w_avg_supplied = true;
+    rep.w_avg_finite = true;
     if (!rep.w_avg_missing)
       rep.warnings.push_back("the supplied w_avg replaces the checkpoint's own (tracked during training)");
     return;
   }
+  if (!rep.w_avg_finite)
+    rep.warnings.push_back(
+        "the checkpoint's w_avg contains NaN or infinite values: runs at truncation psi 1 never read it, "
+        "truncation toward it (psi != 1) is refused; sg2 convert --w-avg W_AVG.npy stores another");
   if (!rep.w_avg_missing) return;
   if (!options.estimate_w_avg) {
     rep.notes.push_back("the checkpoint has no w_avg (latent_avg); sg2 convert estimates it");

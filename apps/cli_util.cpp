@@ -1,5 +1,6 @@
 // sg2 CLI: shared helpers (cli_util.h).
 #include "cli_util.h"
+#include "network_url.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -19,6 +20,7 @@
 
 #include "sg2/convert.h"
 #include "sg2/default_model.h"
+#include "sg2/download.h"
 #include "sg2/error.h"
 #include "sg2/interrupt.h"
 #include "sg2/npy.h"
@@ -206,7 +208,8 @@ void say(const std::string& command, const char* level, const std::string& text)
 }
 
 Model load_network(const cxxopts::ParseResult& args, const std::string& command) {
-  const std::string path = network_path(args);
+  std::string path = network_path(args);
+  if (is_url(path)) path = network_url_path(path, command, has(args, "quiet"));  // sg2/download.h: the cache
   if (is_model_file(path)) return load_model_file(path);
   // What sg2 convert would say, said here too; what the config records (an estimated w_avg, no
   // stored noise) model_notices says for this run's options instead.

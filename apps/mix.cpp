@@ -95,7 +95,9 @@ int run_mix(int argc, char** argv) {
   Tensor all_w = gen.map(z_from_seeds(all_seeds, cfg.z_dim), class_labels(args, cfg, S), Truncation{});
   const Tensor& w_avg = gen.model().at("mapping.w_avg");
   const int64_t row_len = int64_t(cfg.num_ws) * cfg.w_dim;
-  for (int64_t n = 0; n < S; ++n)
+  require_finite_w_avg(gen.model(), psi);
+  const bool plain = w_avg_finite(gen.model());  // else psi is 1: w as mapped (the formula would give NaN)
+  for (int64_t n = 0; plain && n < S; ++n)
     for (int64_t i = 0; i < row_len; ++i) {
       const float avg = w_avg[i % cfg.w_dim];
       const float d = all_w[n * row_len + i] - avg;

@@ -1,10 +1,8 @@
 // sg2 CLI: --ws input (ws_input.h).
 #include "ws_input.h"
 
-#include <cmath>
-
 #include "sg2/error.h"
-#include "sg2/npy.h"
+#include "sg2/latents.h"
 
 namespace sg2::cli {
 
@@ -17,33 +15,16 @@ WsLayout parse_ws_layout(const std::string& text) {
 WsArray read_ws_array(const std::string& path) {
   WsArray out;
   try {
-    if (is_npz_file(path)) {
-      auto arrays = read_npz(path);
-      const std::pair<std::string, NpyArray>* pick = nullptr;
-      for (const auto& a : arrays)
-        if (a.first == "w") pick = &a;
-      if (pick == nullptr && arrays.size() == 1) pick = &arrays[0];
-      if (pick == nullptr) {
-        std::string names;
-        for (size_t i = 0; i < arrays.size() && i < 8; ++i) names += (i ? ", '" : "'") + arrays[i].first + "'";
-        if (arrays.size() > 8) names += " and " + std::to_string(arrays.size() - 8) + " more";
-        fail(ErrorKind::bad_file, "--ws ", path, ": an .npz with arrays ", names,
-             ", none called 'w' (the name NVIDIA's projector uses); save the latents as .npy or under the name w");
-      }
-      out.values = npy_float_tensor(pick->second, path + ": array '" + pick->first + "'");
-      out.note = "array '" + pick->first + "' of the .npz";
-    } else {
-      out.values = read_npy_tensor(path);
-    }
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::invalid_argument) throw;
-    fail(ErrorKind::bad_file, "--ws ", path, ": ", e.what());  // e.g. an absurd shape
+    Latents l = read_latents(path);
+    out.values = std::move(l.values);
+    out.note = std::move(l.note);
+  } catch (const Error& e) {  // an absurd shape is the file's fault too
+    throw Error(e.kind() == ErrorKind::invalid_argument ? ErrorKind::bad_file : e.kind(),
+                std::string("--ws ") + e.what());
   }
   const Tensor& t = out.values;
   if (t.ndim() >= 1 && t.dim(0) == 0)
     fail(ErrorKind::bad_file, "--ws ", path, ": has no rows (shape ", t.shape_str(), ")");
-  for (float v : t.vec())
-    if (!std::isfinite(v)) fail(ErrorKind::bad_file, "--ws ", path, ": contains NaN or infinite values");
   return out;
 }
 

@@ -270,6 +270,7 @@ Tensor Generator::map(const Tensor& z, const Tensor& c, const Truncation& trunc)
   if (!std::isfinite(trunc.psi)) fail(ErrorKind::invalid_argument, "truncation psi must be finite, got ", trunc.psi);
   if (trunc.cutoff && *trunc.cutoff < 0)
     fail(ErrorKind::invalid_argument, "truncation cutoff must be >= 0, got ", *trunc.cutoff);
+  if (!trunc.cutoff || *trunc.cutoff > 0) require_finite_w_avg(impl_->model, trunc.psi);  // the rows it lerps
   for (float v : z.vec())
     if (!std::isfinite(v)) fail(ErrorKind::invalid_argument, "z contains NaN or infinite values");
   if (cfg.c_dim > 0)

@@ -207,6 +207,24 @@ void throw_model_problems(const std::vector<ModelProblem>& problems, const std::
 
 }  // namespace detail
 
+bool w_avg_finite(const Model& model) {
+  auto it = model.tensors.find("mapping.w_avg");
+  if (it == model.tensors.end()) return false;
+  for (float v : it->second.vec())
+    if (!std::isfinite(v)) return false;
+  return true;
+}
+
+void require_finite_w_avg(const Model& model, float psi) {
+  if (psi == 1.0f || w_avg_finite(model)) return;
+  std::ostringstream p;
+  p << psi;
+  fail(ErrorKind::invalid_argument, "truncation psi ", p.str(),
+       " needs w_avg, and this model's w_avg contains NaN or infinite values (the checkpoint's tracked average "
+       "diverged?): use truncation psi 1, which never reads it, or store another w_avg with sg2 convert CHECKPOINT "
+       "OUT.safetensors --w-avg W_AVG.npy");
+}
+
 std::vector<ModelProblem> validate_model(const Model& model) {
   std::map<std::string, std::vector<int64_t>> shapes;
   for (const auto& [name, t] : model.tensors) shapes.emplace(name, t.shape());
@@ -215,6 +233,7 @@ std::vector<ModelProblem> validate_model(const Model& model) {
   for (const auto& [name, shape] : expected_tensors(model.config)) {
     auto it = model.tensors.find(name);
     if (it == model.tensors.end() || it->second.shape() != shape) continue;
+    if (name == "mapping.w_avg") continue;  // require_finite_w_avg checks it where truncation reads it
     for (float v : it->second.vec())
       if (!std::isfinite(v)) {
         problems.push_back({ModelProblem::Kind::bad_shape, name, "contains NaN or infinite values"});

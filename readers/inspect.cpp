@@ -29,6 +29,7 @@ void fill_from_model(InspectReport& r, const Model& m) {
   if (it != m.tensors.end())
     for (float v : it->second.vec()) sq += double(v) * v;
   r.w_avg_norm = std::sqrt(sq);
+  r.w_avg_finite = it == m.tensors.end() || w_avg_finite(m);
   r.w_avg_estimated = m.config.w_avg_estimated;
 }
 
@@ -116,7 +117,11 @@ std::string inspect_to_json(const InspectReport& r, int indent) {
       {"use_noise", c.synthesis.use_noise},
       {"noise_buffers", noise},
       {"noise_const_missing", c.noise_const_missing},
-      {"w_avg", {{"present", r.w_avg_present}, {"estimated", r.w_avg_estimated}, {"norm", r.w_avg_norm}}},
+      {"w_avg",
+       {{"present", r.w_avg_present},
+        {"estimated", r.w_avg_estimated},
+        {"finite", r.w_avg_finite},
+        {"norm", r.w_avg_finite ? json(r.w_avg_norm) : json(nullptr)}}},
       {"parameter_count", r.parameter_count},
       {"stored_dtypes", r.stored_dtypes},
       {"notes", r.notes},
@@ -177,10 +182,13 @@ std::string inspect_to_text(const InspectReport& r) {
   } else {
     row("noise buffers", "none (use_noise off)");
   }
+  const std::string norm =
+      r.w_avg_finite ? "norm " + fmt_float(r.w_avg_norm)
+                     : "contains NaN or infinite values (truncation psi != 1 is refused; psi 1 never reads it)";
   row("w_avg", !r.w_avg_present
                    ? "absent (sg2 convert estimates it: mean mapping output over 10000 z from RandomState(0))"
-               : r.w_avg_estimated ? "estimated, norm " + fmt_float(r.w_avg_norm)
-                                   : "stored, norm " + fmt_float(r.w_avg_norm));
+               : r.w_avg_estimated ? "estimated, " + norm
+                                   : "stored, " + norm);
   row("parameters", std::to_string(r.parameter_count));
   std::string dt;
   for (const auto& [k, n] : r.stored_dtypes) dt += (dt.empty() ? "" : ", ") + k + " x" + std::to_string(n);

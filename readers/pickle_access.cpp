@@ -38,6 +38,19 @@ bool is_call(const Node* n, std::string_view path) {
   return global_path(n->callable) == path;
 }
 
+std::string torch_module_class(const Node* n) {
+  if (n == nullptr || n->kind != Kind::object || n->state == nullptr) return "";
+  if (attr(n, "_modules") == nullptr || attr(n, "_parameters") == nullptr) return "";
+  const Node* cls = n->callable;
+  if (cls != nullptr && cls->kind == Kind::global) return global_path(cls);
+  if (cls != nullptr && cls->kind == Kind::persistent_id) {  // legacy torch.save: ('module', class, file, source)
+    const std::vector<Node*>* pid = as_seq(cls->args);
+    if (pid != nullptr && pid->size() >= 2 && as_str((*pid)[0]) == std::optional<std::string_view>("module"))
+      return global_path((*pid)[1]);
+  }
+  return "a class without a name";
+}
+
 const std::vector<Node*>& call_args(const Node* n) {
   if (n == nullptr || n->kind != Kind::object || n->args == nullptr) return kNoItems;
   return n->args->items;

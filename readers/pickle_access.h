@@ -27,6 +27,14 @@ std::string call_path(const Node* n);
 /// True when `n` is an object made by calling the global `path` (normalised spelling).
 bool is_call(const Node* n, std::string_view path);
 
+/// For a pickled `torch.nn.Module` instance (torch.save(model), not model.state_dict()): the
+/// dotted path of its class, from the class's GLOBAL or, in the legacy torch.save format, from the
+/// `('module', class, source_file, source)` persistent id that stands for the class. A module is an
+/// object made by NEWOBJ / REDUCE of a class whose BUILD state is a dict holding `_modules` and
+/// `_parameters` (nn.Module.__dict__); "a class without a name" when its class is neither. "" for
+/// anything else.
+std::string torch_module_class(const Node* n);
+
 /// The positional arguments of an object node (empty when none or not an object).
 const std::vector<Node*>& call_args(const Node* n);
 

@@ -28,6 +28,7 @@ ConvertResult read_checkpoint_memory(const uint8_t* data, size_t size, const std
   ck.reset();  // release the parse
   Model& m = res.model = std::move(conv.model);
   check_converted(m, name);
+  rep.w_avg_finite = rep.w_avg_missing || w_avg_finite(m);
   m.provenance.source_file = detail::base_name(name);
   m.provenance.source_sha256 = rep.source_sha256;
   m.provenance.source_family = conv.family;

@@ -58,6 +58,12 @@ StoragePid storage_pid(const Node* pid, const std::string& what) {
   return s;
 }
 
+/// The legacy format's persistent id of an nn.Module class: ('module', class, source_file, source).
+bool is_module_pid(const Node* pid) {
+  const auto* t = pickle::as_seq(pid);
+  return t != nullptr && !t->empty() && pickle::as_str((*t)[0]) == std::optional<std::string_view>("module");
+}
+
 bool read_dims(const Node* n, std::vector<int64_t>* out) {
   if (pickle::is_call(n, "torch.Size") && pickle::call_args(n).size() == 1) n = pickle::call_args(n)[0];
   const auto* items = pickle::as_seq(n);
@@ -161,7 +167,9 @@ const Node* parse_legacy_stream(pickle::Document& doc, const uint8_t* data, size
     fail(ErrorKind::bad_file, what, ": the storage key list at byte ", base + pos, " is ", pickle::describe(keys));
   std::unordered_map<std::string, DType> types;
   for (size_t k = pid_start; k < pid_end; ++k) {
-    StoragePid p = storage_pid(doc.persistent_ids()[k]->args, what);
+    const Node* pid = doc.persistent_ids()[k]->args;
+    if (is_module_pid(pid)) continue;  // a pickled module's class (torch.save(model)): detection names it
+    StoragePid p = storage_pid(pid, what);
     types.emplace(p.key, p.dtype);
   }
   for (const Node* kn : *key_list) {

@@ -3,8 +3,8 @@
 # apps off) and runs each for a bounded time, seeded from the test checkpoints and fixtures, then
 # tools/merge_dataset_zips.py's parser under atheris (tests/fuzz/fuzz_merge_zips.py, seeded with the
 # parts it generates and the sg2-written archives in tests/data/merge):
-#   fuzz_pickle 16 s, fuzz_zip 12 s, fuzz_checkpoint 16 s, fuzz_model_file 8 s, fuzz_npy 4 s,
-#   fuzz_merge_zips 4 s (one minute in all by default).
+#   fuzz_pickle 15 s, fuzz_zip 10 s, fuzz_checkpoint 14 s, fuzz_model_file 7 s, fuzz_npy 4 s,
+#   fuzz_latents 6 s, fuzz_merge_zips 4 s (one minute in all by default).
 # atheris (PyPI) is installed with pip for python3 when missing (scripts/setup.sh does too); only when
 # that fails is fuzz_merge_zips skipped, saying so.
 # Exits non-zero when any fuzzer finds a crash, a sanitizer report, a leak or a hang; the input
@@ -22,11 +22,11 @@ if ! command -v clang++ >/dev/null; then
   exit 1
 fi
 args=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DSG2_CUDA=OFF -DSG2_ONEDNN=OFF
-      -DSG2_BUILD_TESTS=OFF -DSG2_BUILD_APPS=OFF -DSG2_FUZZ=ON)
+      -DSG2_BUILD_TESTS=OFF -DSG2_BUILD_APPS=OFF -DSG2_FUZZ=ON -DSG2_DOWNLOADS=OFF)  # nothing fuzzed needs libcurl
 if command -v ninja >/dev/null; then args+=(-G Ninja); fi
 echo "sg2 fuzz: building the fuzzers in $dir"
 cmake -S . -B "$dir" "${args[@]}" >/dev/null
-targets=(fuzz_pickle fuzz_zip fuzz_checkpoint fuzz_model_file fuzz_npy)
+targets=(fuzz_pickle fuzz_zip fuzz_checkpoint fuzz_model_file fuzz_npy fuzz_latents)
 cmake --build "$dir" -j "${SG2_JOBS:-$(nproc)}" --target "${targets[@]}" make_model_seed >/dev/null
 
 data=tests/data
@@ -46,6 +46,8 @@ seeds fuzz_model_file
 "$dir/tests/fuzz/make_model_seed" "$dir/seeds/fuzz_model_file"
 seeds fuzz_npy "$data"/fixtures/tiny32/z_s0.npy "$data"/checkpoints/rosinality16_train_w_avg.npy \
   "$data"/official_extra/ada_resnet32_rgba_cond/c_s0.npy models/digits32/goldens/ws_s0_c0_psi1.npy
+seeds fuzz_latents "$data"/latents/*.pt "$data"/latents/*.pkl "$data"/checkpoints/users/*.npz \
+  "$data"/checkpoints/users/projected_w_as.npy "$data"/checkpoints/users/g_ema_module_legacy.pt
 
 # The merge tool's target: atheris for the python3 on PATH, installed when missing.
 atheris_ok() { command -v python3 >/dev/null && python3 -c 'import atheris' >/dev/null 2>&1; }
@@ -80,11 +82,12 @@ run() {  # run <target> <seconds> <max_len> [command...]: the command defaults t
     grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$dir/$name.log" | sed "s/^/  /"
   fi
 }
-run fuzz_pickle $(( total * 16 / 60 )) 200000
-run fuzz_zip $(( total * 12 / 60 )) 700000
-run fuzz_checkpoint $(( total * 16 / 60 )) 200000
-run fuzz_model_file $(( total * 8 / 60 )) 200000
+run fuzz_pickle $(( total * 15 / 60 )) 200000
+run fuzz_zip $(( total * 10 / 60 )) 700000
+run fuzz_checkpoint $(( total * 14 / 60 )) 200000
+run fuzz_model_file $(( total * 7 / 60 )) 200000
 run fuzz_npy $(( total * 4 / 60 )) 100000
+run fuzz_latents $(( total * 6 / 60 )) 100000
 if atheris_ok; then
   run fuzz_merge_zips $(( total * 4 / 60 )) 65536 python3 tests/fuzz/fuzz_merge_zips.py
 else

@@ -8,7 +8,8 @@
 #
 # Environment: OUT (logs; default ./gpu_out), SG2_BUILD_DIR (default /tmp/sg2-gpu-build), SG2_ONEDNN (default: ON
 # when oneDNN is installed or carried in .deps/onednn, see scripts/onednn_deps.sh; else OFF),
-# SG2_CUDA_ARCHITECTURES (default 90), BENCH_BATCHES (default 1,8,32,128),
+# SG2_DOWNLOADS (default: ON when libcurl's headers are installed, else OFF: --network URL then needs a cached
+# file), SG2_CUDA_ARCHITECTURES (default 90), BENCH_BATCHES (default 1,8,32,128),
 # BENCH_ITERS (default 20), TOTAL (seconds for everything; default 560), TEST_FILTER (gtest filter).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +37,11 @@ if has build; then
     if [[ -f .deps/onednn/include/dnnl.hpp || -f /usr/include/dnnl.hpp ]]; then SG2_ONEDNN=ON; else SG2_ONEDNN=OFF; fi
   fi
   args+=("-DSG2_ONEDNN=$SG2_ONEDNN")
+  # --network URL downloads need libcurl's headers, which the GPU host may lack (it cannot install packages)
+  if [[ -z "${SG2_DOWNLOADS:-}" ]]; then
+    if [[ -f /usr/include/curl/curl.h || -f /usr/include/x86_64-linux-gnu/curl/curl.h ]]; then SG2_DOWNLOADS=ON; else SG2_DOWNLOADS=OFF; fi
+  fi
+  args+=("-DSG2_DOWNLOADS=$SG2_DOWNLOADS")
   if cmake -S . -B "$B" "${args[@]}" >"$OUT/build.log" 2>&1 && cmake --build "$B" -j "$(nproc)" >>"$OUT/build.log" 2>&1; then
     record build ok $(($(now) - t0)) "$(grep -c -i 'warning' "$OUT/build.log") warning lines"
   else

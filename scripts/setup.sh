@@ -5,11 +5,12 @@ set -euo pipefail
 
 # libpng-dev: PNG reading (compare, streamed grids); zlib1g-dev: PNG compression (levels 0-9, PIL's
 # settings) and the tests' independent CRC checks; libdeflate-dev: PNG compression (fast, smallest)
-# and CRC-32; libarchive-dev: zip output (--outdir NAME.zip); libdnnl-dev: the CPU
-# backend's convolutions (oneDNN); openmpi-bin: the tests of sharded runs under mpirun; clang-format:
-# the formatting test (scripts/format.sh --check).
+# and CRC-32; libarchive-dev: zip output (--outdir NAME.zip); libcurl4-openssl-dev: --network URL
+# downloads (CMake option SG2_DOWNLOADS); libdnnl-dev: the CPU backend's convolutions (oneDNN);
+# openmpi-bin: the tests of sharded runs under mpirun; clang-format: the formatting test
+# (scripts/format.sh --check).
 packages=(cmake g++ ninja-build pkg-config python3 libcxxopts-dev nlohmann-json3-dev libgtest-dev
-          libpng-dev libdeflate-dev libarchive-dev zlib1g-dev libdnnl-dev openmpi-bin clang-format)
+          libpng-dev libcurl4-openssl-dev libdeflate-dev libarchive-dev zlib1g-dev libdnnl-dev openmpi-bin clang-format)
 optional=()  # installed when the distribution has them
 if [[ "${SG2_WITH_FUZZ:-1}" == "1" ]]; then
   packages+=(clang)

@@ -58,6 +58,9 @@ struct ConvertReport {
   bool w_avg_missing = false;    ///< the source had no w_avg / latent_avg / dlatent_avg
   bool w_avg_estimated = false;  ///< ... and it was estimated (the config says so too)
   bool w_avg_supplied = false;   ///< ConvertOptions::w_avg was stored
+  /// false: the stored w_avg holds NaN or infinite values (kept; runs at truncation psi 1 never read
+  /// it, psi != 1 is refused: require_finite_w_avg in sg2/model.h); a warning says so
+  bool w_avg_finite = true;
   int w_avg_samples = 0;
   uint32_t w_avg_seed = 0;
   std::map<std::string, int> stored_dtypes;  ///< source tensors per stored dtype ("float32": 56)
@@ -107,6 +110,7 @@ struct InspectReport {
                                           ///< config.noise_const_missing)
   bool w_avg_present = false;             ///< the file holds a w_avg (estimated or not)
   bool w_avg_estimated = false;           ///< config.w_avg_estimated
+  bool w_avg_finite = true;               ///< false: w_avg holds NaN or infinite values (norm NaN)
   double w_avg_norm = 0;                  ///< L2 norm of w_avg (0 when absent)
   std::map<std::string, int> stored_dtypes;
   std::vector<std::string> notes;

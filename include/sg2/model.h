@@ -101,8 +101,20 @@ struct ModelProblem {
 /// The exact tensor names and shapes a configuration requires (design.md §5), in a stable order.
 std::vector<std::pair<std::string, std::vector<int64_t>>> expected_tensors(const ModelConfig& config);
 
-/// Every missing, unexpected or mis-shaped tensor at once (empty when the model is valid).
+/// Every missing, unexpected or mis-shaped tensor, and every tensor with NaN or infinite values, at
+/// once (empty when the model is valid). mapping.w_avg is exempt from the finiteness check: it is
+/// read only by truncation toward it (psi != 1), which require_finite_w_avg() guards, so a model
+/// whose only non-finite values are in w_avg (a diverged tracked average) still runs at psi 1.
 std::vector<ModelProblem> validate_model(const Model& model);
+
+/// True when mapping.w_avg is present and holds only finite values.
+bool w_avg_finite(const Model& model);
+
+/// Throws Error(invalid_argument) when truncation with `psi` (!= 1) would read a w_avg that is not
+/// finite: "truncation psi P needs w_avg, and this model's w_avg contains NaN or infinite values
+/// ...", with what to do (psi 1, or sg2 convert --w-avg FILE.npy). Returns normally for psi 1 or a
+/// finite w_avg. Generator::map and the plain formula of sg2 mix (style_mixing.py) call it.
+void require_finite_w_avg(const Model& model, float psi);
 
 /// Throws Error(bad_file) listing every problem of validate_model(), prefixed by `what`
 /// (usually the file name). Returns normally when there is none.

@@ -13,6 +13,7 @@
 #include "sg2/generator.h"
 #include "sg2/image.h"
 #include "sg2/interrupt.h"
+#include "sg2/latents.h"
 #include "sg2/model.h"
 #include "sg2/npy.h"
 #include "sg2/random_model.h"
