@@ -36,10 +36,15 @@ fi
 if has test; then
   timeout "${TEST_TIMEOUT:-240}" "$B/tests/sg2_gpu_tests" --gtest_color=no --gtest_filter="${TEST_FILTER:-*}" \
     >"$OUT/gpu_tests.log" 2>&1
-  echo "gpu tests rc=$?"
+  rc=$?
+  echo "gpu tests rc=$rc"
   grep -E '^\[  (PASSED|FAILED|SKIPPED) +\]|^\[  FAILED  \]|Failure$' "$OUT/gpu_tests.log" | head -30
   grep -E '^  (transposed|tensor-core|batch invariance|conv |.*PSNR|.*as on sm_86)' "$OUT/gpu_tests.log" | head -30
   el
+  if ((rc == 124 || rc == 137)); then  # a hang: the later phases would hang too
+    echo "the GPU tests timed out (last test: $(grep -E '^\[ RUN' "$OUT/gpu_tests.log" | tail -1)); stopping"
+    exit 1
+  fi
 fi
 
 if has sanitize; then
