@@ -33,6 +33,19 @@ if has build; then
   el
 fi
 
+if has probe; then  # the newest kernels' tests first, briefly: a hang or a failure shows at once
+  timeout 60 "$B/tests/sg2_gpu_tests" --gtest_color=no --gtest_filter="${PROBE_FILTER:-GpuKernels.Transposed*}" \
+    >"$OUT/probe.log" 2>&1
+  rc=$?
+  echo "probe rc=$rc"
+  grep -E '^\[  (PASSED|FAILED) +\]|^\[  FAILED  \]|Failure$|Expected|Which is|max \|' "$OUT/probe.log" | head -20
+  if ((rc == 124 || rc == 137)); then
+    echo "the probe timed out (last test: $(grep -E '^\[ RUN' "$OUT/probe.log" | tail -1)); stopping"
+    exit 1
+  fi
+  el
+fi
+
 if has test; then
   timeout "${TEST_TIMEOUT:-240}" "$B/tests/sg2_gpu_tests" --gtest_color=no --gtest_filter="${TEST_FILTER:-*}" \
     >"$OUT/gpu_tests.log" 2>&1
