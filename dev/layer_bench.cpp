@@ -175,7 +175,12 @@ LayerResult bench_conv_layer(const BlockPlan& b, const LayerPlan& l, Precision p
       for (int sp : splits) {
         cuda::TcConvArgs v = a;
         v.splits = sp;
+        v.fold = 0;
         tcv.push_back({v, base + ", split-k " + std::to_string(sp) + ")"});
+        if (wg && sp > 1 && math != ConvMath::fp32_strict) {  // the splits folded into each block
+          v.fold = 1;
+          tcv.push_back({v, base + ", split-k " + std::to_string(sp) + " folded)"});
+        }
       }
       if (wg && !sh.transposed) {  // activations by cp.async instead of TMA
         cuda::TcConvArgs v = a;

@@ -199,8 +199,9 @@ __global__ void __launch_bounds__(kThreads, 2) tc_conv_mma_kernel(TcConvArgs a) 
 template <bool F16>
 __global__ void split_k_sum_kernel(const float4* partial, int64_t n4, int splits, void* y) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n4; i += int64_t(gridDim.x) * blockDim.x) {
-    float4 acc = partial[i];
-    for (int s = 1; s < splits; ++s) {
+    // from zero, in split order: the folded launch (TcConvArgs::fold_splits) adds the same way
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int s = 0; s < splits; ++s) {
       const float4 v = partial[s * n4 + i];
       acc.x += v.x;
       acc.y += v.y;
@@ -322,13 +323,33 @@ size_t tc_conv_workspace(const TcConvArgs& a) {
   return a.splits > 1 ? size_t(a.splits) * size_t(out_elems(a)) * sizeof(float) : 0;
 }
 
-void tc_conv(const TcConvArgs& a, cudaStream_t stream) {
-  if (!tc_conv_supports(a)) fail(ErrorKind::internal, "tc_conv: unsupported shape");
-  const int bn = tc_conv_block_channels(a, a.impl);
-  if (bn == 0 || (a.impl == TcConvArgs::Impl::wgmma && a.encode_tensor_map == nullptr))
+void tc_conv(const TcConvArgs& args, cudaStream_t stream) {
+  if (!tc_conv_supports(args)) fail(ErrorKind::internal, "tc_conv: unsupported shape");
+  TcConvArgs a = args;
+  a.fold_splits = false;
+  const bool wgmma = a.impl == TcConvArgs::Impl::wgmma;
+  const bool chain = a.operands != TcConvArgs::Operands::tf32x3;
+  // Launch-time choices that never change an output's bits (batch invariance): wider blocks, and
+  // the splits of the split-K factor folded into each block, where the grid fills the GPU anyway.
+  if (wgmma && chain && a.block_channels == 0 && a.num_sms > 0 && a.splits == 1 && a.Cout % 256 == 0) {
+    TcConvArgs wide = a;
+    wide.block_channels = 256;
+    const dim3 g = grid_of(wide, 256);
+    if (int64_t(g.x) * g.y * g.z >= 2 * int64_t(a.num_sms)) a.block_channels = 256;
+  }
+  int bn = tc_conv_block_channels(a, a.impl);
+  if (bn == 0 || (wgmma && a.encode_tensor_map == nullptr))
     fail(ErrorKind::internal, "tc_conv: the wgmma kernel cannot take this shape or has no tensor-map encoder");
-  const dim3 grid = grid_of(a, bn);
-  if (a.impl == TcConvArgs::Impl::wgmma) {
+  if (wgmma && chain && a.splits > 1 && bn <= 128 && a.fold != 0) {
+    TcConvArgs one = a;
+    one.splits = 1;
+    const dim3 g = grid_of(one, bn);
+    a.fold_splits = a.fold == 1 || (a.num_sms > 0 && int64_t(g.x) * g.y * g.z >= int64_t(a.num_sms));
+  }
+  TcConvArgs grid_args = a;
+  if (a.fold_splits) grid_args.splits = 1;
+  const dim3 grid = grid_of(grid_args, bn);
+  if (wgmma) {
     tc_conv_wgmma(a, grid, bn, stream);
   } else {
     if (bn == 64)
@@ -337,7 +358,7 @@ void tc_conv(const TcConvArgs& a, cudaStream_t stream) {
       launch<32>(a, grid, stream);
     SG2_LAUNCH_CHECK("tc_conv_mma_kernel");
   }
-  if (a.splits > 1) {
+  if (a.splits > 1 && !a.fold_splits) {
     const int64_t n4 = out_elems(a) / 4;
     const int blocks = static_cast<int>(std::min<int64_t>((n4 + 255) / 256, 1024));
     if (a.operands == TcConvArgs::Operands::f16)

@@ -76,6 +76,15 @@ struct TcConvArgs {
   /// wgmma: output channels per block, 64, 128 or 256 (256: tf32 and f16 only); 0: the default
   /// (128 where Cout % 128 == 0, else 64). The kernel runner's variants.
   int block_channels = 0;
+  /// Set by tc_conv, not by callers: the launch computes a split-K factor's splits one after
+  /// another in each block (same bits as the partials and their sum: each split summed from zero,
+  /// added to y's fp32 value in split order) where the grid already fills the GPU without them.
+  bool fold_splits = false;
+  /// wgmma, tf32 and f16: how tc_conv may run split-K (for tests and the kernel runner):
+  /// -1 chooses, 0 always as partials, 1 always folded.
+  int fold = -1;
+  /// The device's SMs, for the launch-time choices above (block width, folded splits); 0: none.
+  int num_sms = 0;
 };
 
 /// Bytes per element of x, w and y for these operands (4, or 2 for fp16).

@@ -55,6 +55,7 @@ template <bool TR, int ESZ = 4>
 struct TcTile {
   static constexpr int kBM = 128, kBK = 128 / ESZ;  // kBK: channels per chunk
   int py, px, Wo, HWo, M, m0, n0, nx, cpt, cbeg, nchunks;
+  int per_split;   // split-K: chunks per split (the last may have fewer)
   float* partial;  // split-K: this split's fp32 partial output; null: the kernel writes y
   int apix[4];     // the sample's first input pixel n*H*W; the tap adds (y + dy) * W + (x + dx)
   int ayx[4];      // y << 16 | x of the output pixel (y = -20000 past the last pixel: never inside)
@@ -74,13 +75,21 @@ struct TcTile {
     nx = TR ? (px ? 1 : 2) : 3;
     cpt = a.Cin / kBK;  // chunks per tap
     const int all_chunks = ny * nx * cpt;
-    // split-K: this block sums chunks [cbeg, cbeg + nchunks) into its own partial output
-    const int per_split = (all_chunks + a.splits - 1) / a.splits;
-    cbeg = min(all_chunks, split_k * per_split);
-    nchunks = min(all_chunks, cbeg + per_split) - cbeg;
-    partial = a.splits > 1
-                  ? a.partial + size_t(split_k) * a.N * (TR ? (2 * a.H + 1) * (2 * a.W + 1) : a.H * a.W) * a.Cout
-                  : nullptr;
+    // split-K: this block sums chunks [cbeg, cbeg + nchunks) into its own partial output; folded
+    // (a.fold_splits): all of them, split after split, adding each split's sum into y's value in
+    // the same order as the partials' sum kernel
+    per_split = (all_chunks + a.splits - 1) / a.splits;
+    if (a.fold_splits) {
+      cbeg = 0;
+      nchunks = all_chunks;
+      partial = nullptr;
+    } else {
+      cbeg = min(all_chunks, split_k * per_split);
+      nchunks = min(all_chunks, cbeg + per_split) - cbeg;
+      partial = a.splits > 1
+                    ? a.partial + size_t(split_k) * a.N * (TR ? (2 * a.H + 1) * (2 * a.W + 1) : a.H * a.W) * a.Cout
+                    : nullptr;
+    }
     const int tid = threadIdx.x;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {

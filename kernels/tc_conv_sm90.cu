@@ -107,7 +107,9 @@ __device__ __forceinline__ void fragment(float v, uint32_t& hi, uint32_t& lo) {
 // TA: the activation tile by TMA too (forward convolutions whose 128-pixel tiles are boxes of the
 // [N, H, W, Cin] tensor, tc_wgmma_activation_box): one 4-D copy per chunk, the padding zero-filled by the copy
 // engine, 128-byte swizzled; else cp.async per thread into [128][36] floats.
-template <int BN, bool TR, bool TA, Ops OPS>
+// FOLD (tf32 and f16 only): the block runs every split of the split-K factor one after another
+// (TcConvArgs::fold_splits): each split's chain in `part`, added to acc at its end.
+template <int BN, bool TR, bool TA, Ops OPS, bool FOLD>
 __global__ void __launch_bounds__(kThreads, 1)
     tc_conv_wgmma_kernel(TcConvArgs a, const __grid_constant__ CUtensorMap map_hi,
                          const __grid_constant__ CUtensorMap map_lo, const __grid_constant__ CUtensorMap map_x) {
@@ -200,11 +202,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   // tf32x3: each chunk summed from zero in `part`, then added to acc (round to nearest); the other
   // modes chain every chunk's MMAs into acc (one tensor-core sum over the whole k)
   constexpr bool kChain = OPS != Ops::tf32x3;
-  float acc[R], part[kChain ? 1 : R];
+  static_assert(!FOLD || (kChain && BN <= 128), "folded splits: the chained modes, at most 128 channels");
+  constexpr int kPart = kChain && !FOLD ? 1 : R;  // registers of the partial chain
+  float acc[R], part[kPart];
 #pragma unroll
   for (int e = 0; e < R; ++e) acc[e] = 0.0f;
 #pragma unroll
-  for (int e = 0; e < (kChain ? 1 : R); ++e) part[e] = 0.0f;
+  for (int e = 0; e < kPart; ++e) part[e] = 0.0f;
 
 #pragma unroll
   for (int s = 0; s < S - 2; ++s) {
@@ -222,7 +226,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // adds their chunk sum to acc (round to nearest; 3xTF32).
   auto retire = [&](const auto&... sets) {
     wg_wait<0>();
-    if constexpr (kChain) {
+    if constexpr (kChain && !FOLD) {
 #pragma unroll
       for (int e = 0; e < R; ++e) reg_fence(acc[e]);
     } else {
@@ -267,7 +271,35 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
     const uint32_t bh = sbase + stage * C::kStage;
-    if constexpr (kChain) {
+    if constexpr (kChain && FOLD) {
+      // the chain of chunk c's split in part: from zero at the split's first chunk, into acc
+      // (round to nearest) after its last
+      const bool split_first = c % tl.per_split == 0,
+                 split_last = c % tl.per_split == tl.per_split - 1 || c == nchunks - 1;
+      int z = split_first ? 0 : 1, one = 1;
+      asm volatile("" : "+r"(z), "+r"(one));
+#pragma unroll
+      for (int e = 0; e < R; ++e) reg_fence(part[e]);
+      wg_fence();
+#pragma unroll
+      for (int s = 0; s < 4; ++s) wgmma<BN, OPS == Ops::f16>(part, xhi[s], smem_desc(bh + 32 * s), s > 0 ? one : z);
+      wg_commit();
+      if (split_last) {
+        wg_wait<0>();
+#pragma unroll
+        for (int e = 0; e < R; ++e) reg_fence(part[e]);
+        reg_keep(xhi);
+        reg_keep(yhi);
+#pragma unroll
+        for (int e = 0; e < R; ++e) acc[e] += part[e];
+      } else if constexpr (!decltype(first)::value) {
+        wg_wait<1>();
+#pragma unroll
+        for (int e = 0; e < R; ++e) reg_fence(part[e]);
+        reg_keep(yhi);
+      }
+      (void)ylo;
+    } else if constexpr (kChain) {
 #pragma unroll
       for (int e = 0; e < R; ++e) reg_fence(acc[e]);
       wg_fence();
@@ -392,7 +424,10 @@ CUtensorMap act_map(const TcConvArgs& a, const uint32_t (&box)[4]) {
 
 template <int BN, bool TR, bool TA, Ops OPS>
 void launch_t(const TcConvArgs& a, dim3 grid, const CUtensorMap& map_x, cudaStream_t stream) {
-  auto* k = tc_conv_wgmma_kernel<BN, TR, TA, OPS>;
+  auto* k = tc_conv_wgmma_kernel<BN, TR, TA, OPS, false>;
+  if constexpr (OPS != Ops::tf32x3 && BN <= 128) {
+    if (a.fold_splits) k = tc_conv_wgmma_kernel<BN, TR, TA, OPS, true>;
+  }
   SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(WgCfg<BN, OPS>::kSmem)));
   const CUtensorMap hi = filter_map(a, a.w_hi, BN);
   const CUtensorMap lo = OPS == Ops::tf32x3 ? filter_map(a, a.w_lo, BN) : CUtensorMap{};

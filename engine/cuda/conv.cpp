@@ -73,6 +73,7 @@ TcConvArgs tc_args(const ConvShape& s, ConvMath math, const ConvChoice& choice, 
   a.operands = operands_of(math);
   a.impl = choice.wgmma ? TcConvArgs::Impl::wgmma : TcConvArgs::Impl::mma;
   a.encode_tensor_map = caps.encode_tensor_map;
+  a.num_sms = caps.sm_count;
   return a;
 }
 

@@ -1,4 +1,5 @@
 // sg2 GPU tests: the transposed convolution as one GEMM per tile of cells (kernels/tc_tconv.h)
+// and the launch-time choices of the tensor-core implicit GEMM (kernels/tc_conv.h),
 // against the CPU reference on random inputs and odd shapes (non-square, partial tiles, 1 x 1
 // inputs, several channel tiles and chunks, persistent blocks walking many items), and its batch
 // invariance (an image alone, at other positions and in smaller batches gives the same bits).
@@ -177,4 +178,69 @@ TEST(GpuKernels, TransposedTensorCoreConvTiles) {
   int r = 0, c = 0;
   cuda::tc_tconv_tile(32, 32, &r, &c);  // 33 x 33 cells: 3 x 3 tiles of 11 x 11
   EXPECT_EQ(r * c, 121);
+}
+
+// tc_conv's launch-time choices never change an output's bits (what lets it choose them from the
+// batch): 64-, 128- or 256-channel blocks, and split-K as partials plus a sum or folded into each
+// block, for the tf32 and fp16 modes of the wgmma kernel, forward and transposed.
+TEST(GpuKernels, TensorCoreConvLaunchChoicesKeepTheBits) {
+  SG2_REQUIRE_GPU();
+  if (!gpu_caps().wgmma) GTEST_SKIP() << kNoTconv;
+  struct Shape {
+    int N, H, Cin, Cout;
+    bool transposed;
+  };
+  const Shape shapes[] = {{3, 16, 128, 256, false}, {3, 8, 128, 128, true}, {2, 8, 512, 512, false}};
+  using TOps = cuda::TcConvArgs::Operands;
+  int checked = 0;
+  for (const Shape& sh : shapes)
+    for (TOps ops : {TOps::f16, TOps::tf32})
+      for (int splits : {1, 4}) {
+        const DType dt = ops == TOps::f16 ? DType::f16 : DType::f32;
+        const size_t esz = cuda::dtype_size(dt);
+        const int OH = sh.transposed ? 2 * sh.H + 1 : sh.H;
+        const size_t y_count = size_t(sh.N) * OH * OH * sh.Cout;
+        const Tensor x = randn({int64_t(sh.N) * sh.H * sh.H * sh.Cin}, 5000 + checked);
+        Tensor w = randn({int64_t(9) * sh.Cin * sh.Cout}, 5100 + checked, 0.05f);
+        std::vector<float> hi(size_t(w.numel())), lo(hi.size());
+        cuda::tf32x3_split_weights(w.data(), hi.size(), hi.data(), lo.data());
+        const DeviceBuffer d_x = to_device(x, dt), d_w = to_device(ops == TOps::f16 ? w : Tensor({w.numel()}, hi), dt);
+        auto run_with = [&](int block_channels, int fold, int num_sms) {
+          auto d_y = poisoned(y_count, dt);
+          cuda::TcConvArgs a;
+          a.operands = ops;
+          a.impl = cuda::TcConvArgs::Impl::wgmma;
+          a.encode_tensor_map = gpu_caps().encode_tensor_map;
+          a.N = sh.N;
+          a.H = a.W = sh.H;
+          a.Cin = sh.Cin;
+          a.Cout = sh.Cout;
+          a.transposed = sh.transposed;
+          a.x = d_x.get();
+          a.w_hi = d_w.get();
+          a.y = d_y.get();
+          a.splits = splits;
+          a.block_channels = block_channels;
+          a.fold = fold;
+          a.num_sms = num_sms;
+          DeviceBuffer partial(std::max<size_t>(cuda::tc_conv_workspace(a), 16), nullptr);
+          a.partial = partial.as<float>();
+          EXPECT_TRUE(cuda::tc_conv_supports(a));
+          cuda::tc_conv(a, nullptr);
+          std::vector<char> out(y_count * esz);
+          SG2_CUDA_CHECK(cudaMemcpy(out.data(), d_y.get(), out.size(), cudaMemcpyDeviceToHost));
+          return out;
+        };
+        const std::vector<char> base = run_with(0, 0, 0);
+        const std::string what = std::string(ops == TOps::f16 ? "fp16" : "tf32") +
+                                 (sh.transposed ? " transposed " : " ") + std::to_string(sh.Cin) + "->" +
+                                 std::to_string(sh.Cout) + " split-k " + std::to_string(splits);
+        if (splits > 1) EXPECT_EQ(run_with(0, 1, 0), base) << what << ": folded splits";
+        EXPECT_EQ(run_with(64, 0, 0), base) << what << ": 64-channel blocks";
+        if (sh.Cout % 256 == 0) EXPECT_EQ(run_with(256, 0, 0), base) << what << ": 256-channel blocks";
+        EXPECT_EQ(run_with(0, -1, gpu_caps().sm_count), base) << what << ": tc_conv's own choice";
+        ++checked;
+      }
+  std::cout << "  tensor-core conv launch choices: " << checked << " configurations checked\n";
+  EXPECT_EQ(checked, 12);
 }
