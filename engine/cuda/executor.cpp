@@ -461,7 +461,11 @@ std::vector<Executor::Step> Executor::program(const ProgramKey& key, bool for_du
 
 void Executor::run_steps(const std::vector<Step>& steps, cudaStream_t s, const BlockDumpFn* dump) {
   for (const Step& st : steps) {
-    st.fn(s);
+    try {
+      st.fn(s);
+    } catch (const Error& e) {  // a launch failure or out of memory: name the device and the layer (same kind)
+      fail(e.kind(), "cuda:", caps_.index, ", ", st.name, " (batch ", N_, "): ", e.what());
+    }
     if (dump && *dump && st.dump_block >= 0) {
       SG2_CUDA_CHECK(cudaStreamSynchronize(s));
       const BlockData& bd = m_.blocks()[static_cast<size_t>(st.dump_block)];
