@@ -1,6 +1,6 @@
 // sg2 CPU backend: every setting that shapes how the CPU runs a model, in one place — resolved
 // once, when a backend is created, from GeneratorOptions and the environment, and passed down
-// (the CUDA backend's counterpart is engine/cuda/tuning.h). None of them changes a result bit:
+// (the CUDA backend's counterpart is engine/cuda/options.h). None of them changes a result bit:
 // work is split by the model's shape alone, so images are the same for every thread count.
 //   threads       GeneratorOptions::threads (--threads), else SG2_CPU_THREADS, else every core
 //   reference     GeneratorOptions::reference_cpu, or SG2_CPU_REFERENCE=1: the plain C++ reference

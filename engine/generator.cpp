@@ -249,6 +249,23 @@ class InUse {
   std::atomic<bool>& flag_;
 };
 }  // namespace
+Generator GeneratorAccess::with_backend(Model model, GeneratorOptions options,
+                                        const std::function<std::unique_ptr<Backend>(const Model&)>& make) {
+  // Built on the reference CPU backend (cheap to create), which is then replaced.
+  GeneratorOptions cpu = options;
+  cpu.device = Device{Device::Kind::cpu, 0};
+  cpu.precision = Precision::fp32;
+  cpu.reference_cpu = true;
+  cpu.max_batch = 1;
+  Generator g(std::move(model), cpu);
+  Generator::Impl& impl = live(g.impl_);
+  impl.options = options;
+  impl.device = options.device ? *options.device : Device::best_available();
+  impl.backend = make(impl.model);
+  if (options.max_batch < 0) fail(ErrorKind::invalid_argument, "max_batch ", options.max_batch, " must be >= 0");
+  impl.max_batch = options.max_batch > 0 ? options.max_batch : g.plan_batch(0).batch;
+  return g;
+}
 
 Tensor Generator::map(const Tensor& z, const Tensor& c, const Truncation& trunc) {
   const ModelConfig& cfg = config();  // throws on a moved-from Generator

@@ -1,5 +1,5 @@
 // sg2 CUDA kernels: the tap order of the implicit-GEMM 3x3 convolutions (conv2d_simt.cu,
-// conv2d_tf32x3.cu). Device code only; include from .cu files.
+// tc_conv.cu). Device code only; include from .cu files.
 //
 // forward (pad 1): taps t = 0..8 in row-major order, tap (ky, kx) reads input (y + ky - 1, x + kx - 1).
 // transposed (stride 2), phase (py, px) of the output: output pixel (2 oy + py, 2 ox + px) gets the

@@ -18,7 +18,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/fused_conv_f16.h"
 #include "kernels/skip_image.cuh"
-#include "kernels/tf32x3_device.cuh"
+#include "kernels/tc_conv_device.cuh"
 
 namespace sg2::cuda {
 

@@ -9,6 +9,10 @@
 #   SG2_TESTS=ON|OFF      the GoogleTest suites (default ON; scripts/demo.sh builds without them)
 #   SG2_CMAKE_ARGS        extra configure arguments, e.g. SG2_CMAKE_ARGS=-DSG2_ONEDNN=OFF
 #   SG2_BUILD_DIR (default build), SG2_JOBS (default: number of cores).
+#   SG2_WERROR=ON|OFF     warnings as errors (default ON when CI is set): -Werror for C++ and nvcc's
+#                         -Werror all-warnings; and the build fails when its log holds a warning or
+#                         a ptxas performance notice about wgmma (serialized MMAs, compiler-inserted
+#                         waits: "(C75..)"), which are not warnings to nvcc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${SG2_BUILD_DIR:-build}
@@ -20,6 +24,9 @@ if [[ -z "$cuda" ]]; then
   if command -v nvcc >/dev/null || [[ -n "${CUDACXX:-}" ]] || [[ -x /usr/local/cuda/bin/nvcc ]]; then cuda=ON; fi
 fi
 args+=("-DSG2_CUDA=$cuda" "-DSG2_BUILD_TESTS=${SG2_TESTS:-ON}")
+werror=${SG2_WERROR:-}
+if [[ -z "$werror" ]]; then werror=OFF; [[ -n "${CI:-}" ]] && werror=ON; fi
+args+=("-DSG2_WERROR=$werror")
 if [[ -n "${SG2_CUDA_ARCHITECTURES:-}" ]]; then
   args+=("-DSG2_CUDA_ARCHITECTURES=${SG2_CUDA_ARCHITECTURES}")
 elif [[ -n "${CI:-}" ]]; then
@@ -31,4 +38,17 @@ if [[ -f "$build_dir/CMakeCache.txt" ]] && ! grep -q "CMAKE_GENERATOR:INTERNAL=N
 fi
 read -r -a extra <<<"${SG2_CMAKE_ARGS:-}"
 cmake -S . -B "$build_dir" "${args[@]}" "${extra[@]}" "$@"
-cmake --build "$build_dir" -j "${SG2_JOBS:-$(nproc)}"
+if [[ "$werror" != ON ]]; then
+  cmake --build "$build_dir" -j "${SG2_JOBS:-$(nproc)}"
+  exit
+fi
+log="$build_dir/build.log"
+set +e
+cmake --build "$build_dir" -j "${SG2_JOBS:-$(nproc)}" 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+set -e
+if ((rc != 0)); then exit "$rc"; fi
+if grep -n -i -E 'warning|\(C75[0-9][0-9]\)' "$log"; then
+  echo "scripts/build.sh: the build printed warnings or wgmma performance notices (above; SG2_WERROR=ON)" >&2
+  exit 1
+fi

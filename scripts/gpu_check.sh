@@ -85,21 +85,11 @@ if has bench; then
 fi
 
 if has variants; then
-  # the same generator with other convolution choices (environment knobs, docs/performance-notes.md)
+  # the kernel runner: every candidate of every convolution of ffhq1024-f, timed against the choice
   t0=$(now)
-  : >"$OUT/variants.txt"
-  for v in "SG2_AUTO_FP32_MATH=tf32:auto"; do
-    envv=${v%%:*}
-    prec=${v#*:}
-    echo "== $envv" >>"$OUT/variants.txt"
-    env "$envv" timeout "$(cap 90)" "$B/sg2" bench --config ffhq1024-f --batch "${BENCH_BATCHES:-1,8,32,128}" \
-      --precision "$prec" --iters "${BENCH_ITERS:-20}" --verbose >>"$OUT/variants.txt" 2>&1
-  done
-  env SG2_AUTO_FP32_MATH=tf32 timeout "$(cap 60)" "$B/sg2" bench --config ffhq1024-f --precision auto,fp32 \
-    --accuracy-only >>"$OUT/variants.txt" 2>&1
-  env SG2_AUTO_FP32_MATH=tf32 timeout "$(cap 60)" "$B/sg2" bench --network models/digits32/digits32.pkl \
-    --precision auto,fp32 --accuracy-only >>"$OUT/variants.txt" 2>&1
-  record variants "$([[ $? == 0 ]] && echo ok || echo FAIL)" $(($(now) - t0)) "variants.txt"
+  timeout "$(cap 150)" "$B/sg2_kernel_bench" --config ffhq1024-f --layer all --precision fp16,tf32 --batch 32,1 \
+    >"$OUT/variants.txt" 2>&1
+  record variants "$([[ $? == 0 ]] && echo ok || echo FAIL)" $(($(now) - t0)) "variants.txt (sg2_kernel_bench)"
 fi
 
 if has profile; then
@@ -129,7 +119,7 @@ if has sanitize; then
   : >"$OUT/sanitizer.log"
   ok=ok
   # the kernels alone (no cuDNN: racecheck reports hazards inside cuDNN's own sm90 TF32 kernels),
-  # then the whole executor with the direct conv (no cuDNN inside)
+  # then the whole executor (batch-invariant: sg2's own kernels only, no cuDNN inside)
   for tool in memcheck racecheck; do
     timeout "$(cap 90)" compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/tests/sg2_gpu_tests" \
       --gtest_filter='GpuKernels.*-GpuKernels.CudnnConv*:GpuKernels.Tf32x3ConvIsAsAccurateAsFma' --gtest_color=no \
@@ -137,10 +127,10 @@ if has sanitize; then
     rc=$?
     echo "== $tool kernels: rc=$rc" >>"$OUT/sanitizer.log"
     [[ $rc != 0 ]] && ok=FAIL
-    SG2_CONV=direct timeout "$(cap 90)" compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/tests/sg2_gpu_tests" \
+    timeout "$(cap 90)" compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/tests/sg2_gpu_tests" \
       --gtest_filter='GpuGenerator.DumpsMatchCpuDumps' --gtest_color=no >>"$OUT/sanitizer.log" 2>&1
     rc=$?
-    echo "== $tool generator (direct conv): rc=$rc" >>"$OUT/sanitizer.log"
+    echo "== $tool generator: rc=$rc" >>"$OUT/sanitizer.log"
     [[ $rc != 0 ]] && ok=FAIL
   done
   record sanitizer "$ok" $(($(now) - t0)) "$(grep -E '^== ' "$OUT/sanitizer.log" | sed 's/== //' | tr '\n' ';')"

@@ -7,7 +7,8 @@
 #include "engine/cuda/cudnn_check.h"
 #include "kernels/conv2d.h"
 #include "kernels/conv2d_simt.h"
-#include "kernels/conv2d_tf32x3.h"
+#include "kernels/tc_conv.h"
+#include "kernels/tc_tconv.h"
 
 namespace sg2::cuda {
 
@@ -44,23 +45,23 @@ Args implicit_gemm_args(const ConvShape& s, const void* x, void* y) {
   return a;
 }
 
-Tf32x3ConvArgs::Operands operands_of(ConvMath math) {
+TcConvArgs::Operands operands_of(ConvMath math) {
   switch (math) {
     case ConvMath::fp32_strict:
-      return Tf32x3ConvArgs::Operands::tf32x3;
+      return TcConvArgs::Operands::tf32x3;
     case ConvMath::tf32:
-      return Tf32x3ConvArgs::Operands::tf32;
+      return TcConvArgs::Operands::tf32;
     case ConvMath::fp16:
-      return Tf32x3ConvArgs::Operands::f16;
+      return TcConvArgs::Operands::f16;
   }
-  return Tf32x3ConvArgs::Operands::tf32x3;
+  return TcConvArgs::Operands::tf32x3;
 }
 
-/// The tensor-core kernel's arguments for this shape, math, device and tuning (operands,
-/// implementation, TMA, encoder).
-Tf32x3ConvArgs tc_args(const ConvShape& s, ConvMath math, const DeviceCaps& caps, const CudaTuning& t, const void* x,
-                       void* y) {
-  Tf32x3ConvArgs a;
+/// The tensor-core kernel's arguments for this shape, math and choice (operands, implementation,
+/// encoder).
+TcConvArgs tc_args(const ConvShape& s, ConvMath math, const ConvChoice& choice, const DeviceCaps& caps, const void* x,
+                   void* y) {
+  TcConvArgs a;
   a.N = s.N;
   a.H = s.H;
   a.W = s.W;
@@ -70,21 +71,52 @@ Tf32x3ConvArgs tc_args(const ConvShape& s, ConvMath math, const DeviceCaps& caps
   a.x = x;
   a.y = y;
   a.operands = operands_of(math);
-  const bool wgmma =
-      caps.tf32x3_wgmma && t.tf32x3_wgmma && conv2d_tf32x3_block_channels(a, Tf32x3ConvArgs::Impl::wgmma) > 0;
-  a.impl = wgmma ? Tf32x3ConvArgs::Impl::wgmma : Tf32x3ConvArgs::Impl::mma;
+  a.impl = choice.wgmma ? TcConvArgs::Impl::wgmma : TcConvArgs::Impl::mma;
   a.encode_tensor_map = caps.encode_tensor_map;
-  a.tma_activations = t.tf32x3_tma_activations;
+  a.num_sms = caps.sm_count;
+  return a;
+}
+
+TcTconvArgs tconv_args(const ConvShape& s, ConvMath math, const DeviceCaps& caps, const void* x, void* y) {
+  TcTconvArgs a;
+  a.operands = math == ConvMath::fp16 ? TcTconvArgs::Operands::f16 : TcTconvArgs::Operands::tf32;
+  a.N = s.N;
+  a.H = s.H;
+  a.W = s.W;
+  a.Cin = s.Cin;
+  a.Cout = s.Cout;
+  a.x = x;
+  a.y = y;
+  a.num_sms = caps.sm_count;
+  a.encode_tensor_map = caps.encode_tensor_map;
   return a;
 }
 
 /// sm_80+ (TF32/fp16 MMA, cp.async) with enough shared memory per block for the mma.sync kernel's
 /// widest tile of these operands (3xTF32: ~108 KiB, not sm_86/sm_89).
-bool device_runs_tc(const DeviceCaps& caps, Tf32x3ConvArgs::Operands ops) {
-  Tf32x3ConvArgs widest;
+bool device_runs_tc(const DeviceCaps& caps, TcConvArgs::Operands ops) {
+  TcConvArgs widest;
   widest.Cout = 64;
   widest.operands = ops;
-  return caps.cc_major >= 8 && conv2d_tf32x3_smem_bytes(widest) <= caps.smem_per_block_optin;
+  return caps.cc_major >= 8 && tc_conv_smem_bytes(widest) <= caps.smem_per_block_optin;
+}
+
+/// The tensor-core kernel's split-K for `s` (its N: one image for batch invariance).
+int tc_splits_for(const ConvShape& s, ConvMath math, const ConvChoice& choice, const DeviceCaps& caps) {
+  TcConvArgs a = tc_args(s, math, choice, caps, nullptr, nullptr);
+  return tc_conv_choose_splits(a, caps.sm_count);
+}
+
+const char* math_label(ConvMath m) {
+  switch (m) {
+    case ConvMath::fp32_strict:
+      return "3xtf32 (fp32-accurate)";
+    case ConvMath::tf32:
+      return "tf32";
+    case ConvMath::fp16:
+      return "fp16";
+  }
+  return "?";
 }
 
 }  // namespace
@@ -95,6 +127,8 @@ const char* to_string(ConvImpl impl) {
   switch (impl) {
     case ConvImpl::tensor_core:
       return "tensor_core";
+    case ConvImpl::tc_transposed:
+      return "tc_transposed";
     case ConvImpl::simt:
       return "simt";
     case ConvImpl::cudnn:
@@ -105,28 +139,36 @@ const char* to_string(ConvImpl impl) {
   return "?";
 }
 
-std::vector<ConvImpl> conv_candidates(const ConvShape& s, ConvMath math, const DeviceCaps& caps, const CudaTuning& t) {
-  using Policy = CudaTuning::ConvPolicy;
-  if (t.conv_policy == Policy::direct_only) return {ConvImpl::direct};
-  using Fp32 = CudaTuning::Fp32Conv;
+ConvChoice choose_conv(const ConvShape& one_image, ConvMath math, const DeviceCaps& caps, bool batch_invariant) {
+  ConvShape s = one_image;
+  s.N = 1;  // the shape of one image: nothing below depends on the batch
   const bool fp32 = math == ConvMath::fp32_strict;
   const bool implicit_gemm_shape = s.k == 3 && (s.transposed || s.pad == 1);
-  Tf32x3ConvArgs probe = tc_args(s, math, caps, t, nullptr, nullptr);
-  probe.N = 1;  // the shape of one image: nothing below depends on the batch
   const bool data_ok = s.dtype == (math == ConvMath::fp16 ? DType::f16 : DType::f32);
-  const bool tc_ok = implicit_gemm_shape && data_ok && (!fp32 || t.fp32_conv == Fp32::tensor_cores) &&
-                     conv2d_tf32x3_shape_ok(probe) && device_runs_tc(caps, probe.operands);
-  std::vector<ConvImpl> c;
-  if (fp32 && t.fp32_conv == Fp32::cudnn) return {ConvImpl::cudnn, ConvImpl::direct};
-  if (!fp32 && t.conv_policy == Policy::cudnn_first) c.push_back(ConvImpl::cudnn);
-  if (tc_ok) c.push_back(ConvImpl::tensor_core);
-  if (fp32 && s.dtype == DType::f32) {
-    const bool simt_ok = implicit_gemm_shape && s.Cin % 8 == 0 && s.Cout % 32 == 0;
-    if (simt_ok) c.push_back(ConvImpl::simt);
+  ConvChoice c;
+  c.wgmma = caps.wgmma && s.Cout % 64 == 0;
+  TcConvArgs probe = tc_args(s, math, c, caps, nullptr, nullptr);
+  const bool tc_ok = implicit_gemm_shape && data_ok && tc_conv_shape_ok(probe) && device_runs_tc(caps, probe.operands);
+  TcTconvArgs tprobe = tconv_args(s, math, caps, nullptr, nullptr);
+  const bool tconv_ok =
+      s.transposed && s.k == 3 && data_ok && !fp32 && caps.wgmma && caps.encode_tensor_map && tc_tconv_shape_ok(tprobe);
+  if (tconv_ok) {
+    c.impl = ConvImpl::tc_transposed;
+  } else if (tc_ok) {
+    c.impl = ConvImpl::tensor_core;
+    c.splits = tc_splits_for(s, math, c, caps);
+  } else if (fp32 && s.dtype == DType::f32 && implicit_gemm_shape && s.Cin % 8 == 0 && s.Cout % 32 == 0) {
+    c.impl = ConvImpl::simt;
+  } else {
+    c.impl = ConvImpl::direct;
   }
-  if (t.conv_policy == Policy::allow_cudnn || (fp32 && t.conv_policy == Policy::cudnn_first))
-    c.push_back(ConvImpl::cudnn);
-  c.push_back(ConvImpl::direct);
+  if (batch_invariant) return c;
+  // Batch invariance off: the choices before it (faster, not batch-invariant).
+  if (c.impl == ConvImpl::tensor_core) c.splits_per_batch = true;
+  if (!fp32 || c.impl == ConvImpl::direct) {
+    c.fallback = c.impl;
+    c.impl = ConvImpl::cudnn;
+  }
   return c;
 }
 
@@ -166,44 +208,50 @@ struct Conv::Part {
   Part& operator=(const Part&) = delete;
 };
 
-Conv::Conv(cudnnHandle_t handle, const ConvShape& s, ConvMath math, const DeviceCaps& caps, const CudaTuning& tuning,
+Conv::Conv(cudnnHandle_t handle, const ConvShape& s, ConvMath math, const ConvChoice& choice, const DeviceCaps& caps,
            size_t workspace_limit)
-    : handle_(handle), shape_(s), math_(math), caps_(caps), tuning_(tuning) {
+    : handle_(handle), shape_(s), math_(math), choice_(choice), caps_(caps) {
   if (s.N <= 0) fail(ErrorKind::internal, "Conv: empty batch");
   // Samples per cuDNN call: every tensor under 2^31 elements.
   const int64_t per_sample = std::max<int64_t>(int64_t(s.H) * s.W * s.Cin, int64_t(s.out_h()) * s.out_w() * s.Cout);
   chunk_ = static_cast<int>(std::min<int64_t>(s.N, std::max<int64_t>(1, (int64_t(1) << 31) / 2 / per_sample)));
-  for (ConvImpl impl : conv_candidates(s, math, caps, tuning)) {
-    switch (impl) {
-      case ConvImpl::tensor_core: {
-        // Split-K where it shortens one image's launch, chosen for one image so that every batch
-        // size sums in the same order; fewer splits where this batch's partial sums would not fit
-        // the workspace limit (the batch is then run in pieces instead: Executor, never fewer splits).
-        Tf32x3ConvArgs one = tc_args(s, math, caps, tuning, nullptr, nullptr);
-        one.N =
-            tuning.conv_policy == CudaTuning::ConvPolicy::cudnn_first ? s.N : 1;  // not invariant: tuned to the batch
-        tc_splits_ = conv2d_tf32x3_choose_splits(one, caps.sm_count);
-        one.N = 1;
-        one.splits = tc_splits_;
-        const size_t per_image = conv2d_tf32x3_workspace(one);
-        tc_chunk_ = per_image == 0
-                        ? s.N
-                        : static_cast<int>(std::min<size_t>(s.N, std::max<size_t>(1, workspace_limit / per_image)));
-        if (per_image <= workspace_limit)
-          candidates_.push_back(Candidate{ConvImpl::tensor_core, 0, CUDNN_FMA_MATH, per_image * size_t(tc_chunk_)});
-        break;
-      }
-      case ConvImpl::simt:
-        candidates_.push_back(Candidate{ConvImpl::simt, 0, CUDNN_FMA_MATH, 0});
-        break;
-      case ConvImpl::cudnn:
-        add_cudnn_candidates(workspace_limit);
-        break;
-      case ConvImpl::direct:
-        break;  // the fallback when no candidate runs (selected_ = -1)
-    }
+  if (choice.impl == ConvImpl::cudnn) {
+    add_cudnn_candidates(workspace_limit);
+    add_own_candidate(choice.fallback, workspace_limit);
+  } else {
+    add_own_candidate(choice.impl, workspace_limit);
   }
   for (const Candidate& c : candidates_) max_workspace_ = std::max(max_workspace_, c.workspace);
+}
+
+void Conv::add_own_candidate(ConvImpl impl, size_t workspace_limit) {
+  const ConvShape& s = shape_;
+  switch (impl) {
+    case ConvImpl::tensor_core: {
+      // Split-K as the recipe chose it for one image, so that every batch size sums in the same
+      // order (batch invariance off: tuned to this batch). Where this batch's partial sums would
+      // not fit the workspace limit the batch runs in pieces (never fewer splits).
+      tc_splits_ = choice_.splits;
+      if (choice_.splits_per_batch) tc_splits_ = tc_splits_for(s, math_, choice_, caps_);
+      TcConvArgs one = tc_args(s, math_, choice_, caps_, nullptr, nullptr);
+      one.N = 1;
+      one.splits = tc_splits_;
+      const size_t per_image = tc_conv_workspace(one);
+      tc_chunk_ = per_image == 0
+                      ? s.N
+                      : static_cast<int>(std::min<size_t>(s.N, std::max<size_t>(1, workspace_limit / per_image)));
+      if (per_image <= workspace_limit)
+        candidates_.push_back(Candidate{ConvImpl::tensor_core, 0, CUDNN_FMA_MATH, per_image * size_t(tc_chunk_)});
+      break;
+    }
+    case ConvImpl::tc_transposed:
+    case ConvImpl::simt:
+      candidates_.push_back(Candidate{impl, 0, CUDNN_FMA_MATH, 0});
+      break;
+    case ConvImpl::cudnn:
+    case ConvImpl::direct:
+      break;  // direct: the fallback when no candidate runs (selected_ = -1)
+  }
 }
 
 void Conv::add_cudnn_candidates(size_t workspace_limit) {
@@ -284,16 +332,23 @@ bool Conv::try_run(int ci, const void* x, const void* w, void* y, void* workspac
       const size_t x_per = size_t(shape_.H) * shape_.W * shape_.Cin * esz;
       const size_t y_per = size_t(shape_.out_h()) * shape_.out_w() * shape_.Cout * esz;
       for (int n0 = 0; n0 < shape_.N; n0 += tc_chunk_) {
-        Tf32x3ConvArgs a = tc_args(shape_, math_, caps_, tuning_, static_cast<const char*>(x) + n0 * x_per,
-                                   static_cast<char*>(y) + n0 * y_per);
+        TcConvArgs a = tc_args(shape_, math_, choice_, caps_, static_cast<const char*>(x) + n0 * x_per,
+                               static_cast<char*>(y) + n0 * y_per);
         a.N = std::min(tc_chunk_, shape_.N - n0);
         a.w_hi = w_hi_;
         a.w_lo = w_lo_;
         a.splits = tc_splits_;
         a.partial = static_cast<float*>(workspace);
-        if (!conv2d_tf32x3_supports(a)) return false;
-        conv2d_tf32x3(a, stream);
+        if (!tc_conv_supports(a)) return false;
+        tc_conv(a, stream);
       }
+      return true;
+    }
+    case ConvImpl::tc_transposed: {
+      TcTconvArgs a = tconv_args(shape_, math_, caps_, x, y);
+      a.w = w_tconv_;
+      if (!tc_tconv_supports(a)) return false;
+      tc_tconv(a, stream);
       return true;
     }
     case ConvImpl::simt: {
@@ -336,9 +391,10 @@ void Conv::select(const void* x, const void* w, void* y, void* workspace, size_t
   // The first candidate that runs, in the table's order (the same choice on every run).
   selected_ = -1;
   for (int i = 0; i < static_cast<int>(candidates_.size()); ++i) {
-    if (candidates_[static_cast<size_t>(i)].impl == ConvImpl::tensor_core &&
-        (w_hi_ == nullptr || (math_ == ConvMath::fp32_strict && w_lo_ == nullptr)))
+    const ConvImpl impl = candidates_[static_cast<size_t>(i)].impl;
+    if (impl == ConvImpl::tensor_core && (w_hi_ == nullptr || (math_ == ConvMath::fp32_strict && w_lo_ == nullptr)))
       continue;
+    if (impl == ConvImpl::tc_transposed && w_tconv_ == nullptr) continue;
     if (!try_run(i, x, w, y, workspace, workspace_bytes, stream)) continue;
     const cudaError_t e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess) throw_cuda_error(e, "convolution (implementation trial)", __FILE__, __LINE__);
@@ -378,21 +434,18 @@ void Conv::run(const void* x, const void* w, void* y, void* workspace, size_t wo
   conv2d_direct(a, stream);
 }
 
-std::string Conv::describe() const {
-  if (selected_ < 0) return "direct kernel";
-  const Candidate& c = candidates_[static_cast<size_t>(selected_)];
+std::string Conv::describe() const { return selected_ < 0 ? "direct kernel" : describe_candidate(selected_); }
+
+std::string Conv::describe_candidate(int i) const {
+  const Candidate& c = candidates_.at(static_cast<size_t>(i));
   switch (c.impl) {
     case ConvImpl::simt:
       return "simt fp32 implicit gemm";
-    case ConvImpl::tensor_core: {
-      const Tf32x3ConvArgs a = tc_args(shape_, math_, caps_, tuning_, nullptr, nullptr);
-      const char* what = math_ == ConvMath::fp32_strict ? "3xtf32 fp32-accurate"
-                         : math_ == ConvMath::tf32      ? "tf32"
-                                                        : "fp16";
-      return std::string(what) + " implicit gemm (tensor cores, " +
-             (a.impl == Tf32x3ConvArgs::Impl::wgmma ? "wgmma" : "mma.sync") + ", split-k " +
-             std::to_string(tc_splits_) + ")";
-    }
+    case ConvImpl::tensor_core:
+      return std::string("tensor-core implicit gemm, ") + math_label(math_) + " (" +
+             (choice_.wgmma ? "wgmma" : "mma.sync") + ", split-k " + std::to_string(tc_splits_) + ")";
+    case ConvImpl::tc_transposed:
+      return std::string("tensor-core transposed conv, 4 phases per tile, ") + math_label(math_) + " (wgmma, tma)";
     case ConvImpl::direct:
       return "direct kernel";
     case ConvImpl::cudnn:

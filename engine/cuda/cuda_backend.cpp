@@ -18,7 +18,7 @@
 #include "engine/cuda/device_info.h"
 #include "engine/cuda/device_model.h"
 #include "engine/cuda/executor.h"
-#include "engine/cuda/tuning.h"
+#include "engine/cuda/options.h"
 #include "engine/device_bench.h"
 #include "engine/slot_ring.h"
 #include "kernels/ref/parallel.h"
@@ -70,7 +70,7 @@ void upload(void* dst, const float* src, size_t count, cudaStream_t s) {
 
 class CudaBackend final : public Backend, public DeviceBench {
  public:
-  CudaBackend(const Model& model, int index, Precision precision, bool batch_invariant)
+  CudaBackend(const Model& model, int index, Precision precision, const CudaOptions& options)
       : model_(model), cfg_(model.config), index_(index), precision_(precision) {
     std::string why;
     int raw_count = 0;
@@ -84,14 +84,11 @@ class CudaBackend final : public Backend, public DeviceBench {
            raw_count == 1 ? " GPU: cuda:0)" : " GPUs: cuda:0 to cuda:" + std::to_string(raw_count - 1) + ")");
     if (!device_usable(index, &why)) fail(ErrorKind::device, why);
     DeviceGuard g(index_);
-    tuning_ = CudaTuning::from_environment();  // every kernel switch, read once
-    if (!batch_invariant && tuning_.conv_policy == CudaTuning::ConvPolicy::invariant)
-      tuning_.conv_policy = CudaTuning::ConvPolicy::cudnn_first;
-    caps_ = DeviceCaps::probe(index_);
-    stats_.limit = tuning_.memory_limit_bytes;
+    caps_ = options.limit(DeviceCaps::probe(index_));
+    stats_.limit = options.memory_limit_bytes;
     stream_ = std::make_unique<Stream>();
     cudnn_ = std::make_unique<CudnnHandle>(stream_->get());
-    dev_ = std::make_unique<DeviceModel>(model_, precision_, caps_, tuning_, &stats_, stream_->get());
+    dev_ = std::make_unique<DeviceModel>(model_, precision_, caps_, options.batch_invariant, &stats_, stream_->get());
     for (const BlockData& b : dev_->blocks()) {
       if (b.conv0) noise_layers_.push_back(&*b.conv0);
       noise_layers_.push_back(&b.conv1);
@@ -275,8 +272,7 @@ class CudaBackend final : public Backend, public DeviceBench {
         executors_.erase(oldest);
       }
       Cached c;
-      c.ex =
-          std::make_unique<Executor>(*dev_, N, cudnn_->get(), caps_, tuning_, &stats_, stream_->get(), kWorkspaceLimit);
+      c.ex = std::make_unique<Executor>(*dev_, N, cudnn_->get(), caps_, &stats_, stream_->get(), kWorkspaceLimit);
       it = executors_.emplace(N, std::move(c)).first;
     }
     it->second.used = ++use_counter_;
@@ -491,7 +487,6 @@ class CudaBackend final : public Backend, public DeviceBench {
   const ModelConfig& cfg_;
   int index_;
   Precision precision_;
-  CudaTuning tuning_;
   DeviceCaps caps_;
   MemoryStats stats_;
   std::unique_ptr<Stream> stream_;
@@ -506,7 +501,14 @@ class CudaBackend final : public Backend, public DeviceBench {
 }  // namespace
 
 std::unique_ptr<Backend> make_cuda_backend(const Model& model, int index, Precision precision, bool batch_invariant) {
-  return std::make_unique<CudaBackend>(model, index, precision, batch_invariant);
+  cuda::CudaOptions o;
+  o.batch_invariant = batch_invariant;
+  return std::make_unique<CudaBackend>(model, index, precision, o);
+}
+
+std::unique_ptr<Backend> cuda::make_cuda_backend(const Model& model, int index, Precision precision,
+                                                 const CudaOptions& options) {
+  return std::make_unique<CudaBackend>(model, index, precision, options);
 }
 
 }  // namespace sg2

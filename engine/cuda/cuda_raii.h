@@ -17,7 +17,7 @@ namespace sg2::cuda {
 
 /// Counts the bytes of device memory the backend holds (current and high-water mark).
 /// `limit` (bytes, 0 = none) makes allocations beyond it fail as out of memory: a testing hook
-/// (env SG2_CUDA_MEMORY_LIMIT_MB) for the batch-splitting path.
+/// (CudaOptions::memory_limit_bytes, engine/cuda/options.h) for the batch-splitting path.
 struct MemoryStats {
   size_t current = 0;
   size_t peak = 0;

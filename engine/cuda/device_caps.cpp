@@ -3,8 +3,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "kernels/conv2d_tf32x3.h"
 #include "kernels/cuda_check.h"
+#include "kernels/tc_conv.h"
 
 namespace sg2::cuda {
 
@@ -17,8 +17,8 @@ DeviceCaps DeviceCaps::probe(int index) {
   SG2_CUDA_CHECK(cudaDeviceGetAttribute(&c.sm_count, cudaDevAttrMultiProcessorCount, index));
   SG2_CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, index));
   c.smem_per_block_optin = static_cast<size_t>(smem);
-  c.tf32x3_wgmma = conv2d_tf32x3_wgmma_probe();
-  if (c.tf32x3_wgmma) c.encode_tensor_map = conv2d_tf32x3_tensor_map_encoder();
+  c.wgmma = tc_conv_wgmma_probe();
+  if (c.wgmma) c.encode_tensor_map = tc_conv_tensor_map_encoder();
   return c;
 }
 

@@ -14,8 +14,8 @@ struct DeviceCaps {
   int sm_count = 0;                 ///< streaming multiprocessors
   size_t smem_per_block_optin = 0;  ///< cudaDevAttrMaxSharedMemoryPerBlockOptin (bytes)
   /// The Hopper 3xTF32 kernel runs here: an sm_90 GPU and this binary carries sm_90a code (probe launch).
-  bool tf32x3_wgmma = false;
-  /// The driver's cuTensorMapEncodeTiled (set where tf32x3_wgmma is).
+  bool wgmma = false;
+  /// The driver's cuTensorMapEncodeTiled (set where wgmma is).
   PFN_cuTensorMapEncodeTiled_v12000 encode_tensor_map = nullptr;
 
   /// Probes device `index` (which must be the current device). Call outside stream capture.

@@ -8,7 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "kernels/conv2d_tf32x3.h"
+#include "kernels/tc_conv.h"
+#include "kernels/tc_tconv.h"
 
 namespace sg2::cuda {
 
@@ -43,10 +44,10 @@ class ArenaBuilder {
 
 }  // namespace
 
-DeviceModel::DeviceModel(const Model& model, Precision precision, const DeviceCaps& caps, const CudaTuning& tuning,
+DeviceModel::DeviceModel(const Model& model, Precision precision, const DeviceCaps& caps, bool batch_invariant,
                          MemoryStats* stats, cudaStream_t stream)
     : cfg_(model.config), plan_(make_synthesis_plan(model.config)) {
-  const std::vector<BlockRecipe> recipes = make_recipes(plan_, cfg_.img_channels, precision, caps, tuning);
+  const std::vector<BlockRecipe> recipes = make_recipes(plan_, cfg_.img_channels, precision, caps, batch_invariant);
   ArenaBuilder ar;
   const int w_dim = cfg_.w_dim;
 
@@ -87,7 +88,7 @@ DeviceModel::DeviceModel(const Model& model, Precision precision, const DeviceCa
     s_cols_ += width;
     return col;
   };
-  auto make_conv = [&](const LayerPlan& l, const BlockRecipe& recipe) {
+  auto make_conv = [&](const LayerPlan& l, const BlockRecipe& recipe, const ConvChoice& choice) {
     const DType dt = recipe.dtype;
     ConvLayer c;
     c.plan = &l;
@@ -126,16 +127,7 @@ DeviceModel::DeviceModel(const Model& model, Precision precision, const DeviceCa
           dev[idx] = v;
         }
     c.weight_off = ar.add(dev, dt);
-    ConvShape shape;  // the convolution's shape for one sample (the table does not depend on the batch)
-    shape.N = 1;
-    shape.H = shape.W = l.up == 2 ? l.resolution / 2 : l.resolution;
-    shape.Cin = I;
-    shape.Cout = O;
-    shape.transposed = l.up == 2;
-    shape.pad = l.up == 2 ? 0 : 1;
-    shape.dtype = dt;
-    const auto impls = conv_candidates(shape, c.math, caps, tuning);
-    if (K == 9 && std::find(impls.begin(), impls.end(), ConvImpl::tensor_core) != impls.end()) {
+    if (K == 9 && choice.needs(ConvImpl::tensor_core)) {
       // the tensor-core kernel's layout, [Cout, 3, 3, Cin] for both kinds: 3xTF32 hi and lo, TF32
       // hi (rounded to nearest), or the fp16 weights
       std::vector<float> hi(dev.size()), lo(dev.size());
@@ -146,6 +138,18 @@ DeviceModel::DeviceModel(const Model& model, Precision precision, const DeviceCa
         tf32x3_pack_weights(dev.data(), I, O, l.up == 2, hi.data(), lo.data());
         c.weight_hi_off = ar.add(hi);
         if (c.math == ConvMath::fp32_strict) c.weight_lo_off = ar.add(lo);
+      }
+    }
+    if (K == 9 && l.up == 2 && choice.needs(ConvImpl::tc_transposed)) {
+      // the transposed-conv kernel's layout: fp16, or TF32 heads (rounded to nearest)
+      std::vector<float> packed(dev.size()), lo(dev.size());
+      tc_tconv_pack_weights(dev.data(), I, O, packed.data());
+      if (c.math == ConvMath::fp16) {
+        c.weight_tconv_off = ar.add(packed, DType::f16);
+      } else {
+        std::vector<float> hi(dev.size());
+        tf32x3_split_weights(packed.data(), packed.size(), hi.data(), lo.data());
+        c.weight_tconv_off = ar.add(hi);
       }
     }
     c.bias_off = ar.add(model.at(l.name + ".bias").vec());
@@ -181,8 +185,8 @@ DeviceModel::DeviceModel(const Model& model, Precision precision, const DeviceCa
     bd.plan = &b;
     bd.recipe = recipes[bi];
     bd.dtype = bd.recipe.dtype;
-    if (b.conv0) bd.conv0 = make_conv(*b.conv0, bd.recipe);
-    bd.conv1 = make_conv(b.conv1, bd.recipe);
+    if (b.conv0) bd.conv0 = make_conv(*b.conv0, bd.recipe, bd.recipe.conv0);
+    bd.conv1 = make_conv(b.conv1, bd.recipe, bd.recipe.conv1);
     if (b.torgb) {
       TorgbLayer t;
       t.plan = &*b.torgb;

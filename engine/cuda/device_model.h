@@ -13,7 +13,6 @@
 #include "engine/cuda/cuda_raii.h"
 #include "engine/cuda/device_caps.h"
 #include "engine/cuda/recipe.h"
-#include "engine/cuda/tuning.h"
 #include "engine/plan.h"
 #include "kernels/demodulate.h"
 #include "kernels/dtype.h"
@@ -31,8 +30,9 @@ struct ConvLayer {
   size_t weight_hi_off = 0;  ///< the tensor-core kernel's filter [Cout, 3, 3, Cin] (conv.h set_packed_weights):
                              ///< fp32_strict the TF32 heads, tf32 the same, fp16 the fp16 weights; 0: none
   size_t weight_lo_off = 0;  ///< fp32_strict: the TF32 tails; else 0
-  size_t bias_off = 0;       ///< [Cout] fp32
-  size_t noise_const_off = 0;  ///< [r, r] fp32 (use_noise)
+  size_t weight_tconv_off = 0;  ///< conv0 on tc_transposed: its filter in tc_tconv_pack_weights' layout; 0: none
+  size_t bias_off = 0;          ///< [Cout] fp32
+  size_t noise_const_off = 0;   ///< [r, r] fp32 (use_noise)
   float noise_strength = 0.0f;
   int noise_offset = 0;  ///< offset of its map inside one sample's per-sample noise maps
   int s_col = 0;         ///< first column of its styles in s / s_in
@@ -66,10 +66,11 @@ struct BlockData {
 
 class DeviceModel {
  public:
-  /// Resolves every block's recipe (recipe.h) and uploads everything in the layouts it needs
-  /// (synchronizes `stream`). Throws Error(out_of_memory | device | unsupported).
-  DeviceModel(const Model& model, Precision precision, const DeviceCaps& caps, const CudaTuning& tuning,
-              MemoryStats* stats, cudaStream_t stream);
+  /// Resolves every block's recipe (recipe.h; `batch_invariant`: GeneratorOptions::batch_invariant)
+  /// and uploads everything in the layouts its kernels need (synchronizes `stream`). Throws
+  /// Error(out_of_memory | device | unsupported).
+  DeviceModel(const Model& model, Precision precision, const DeviceCaps& caps, bool batch_invariant, MemoryStats* stats,
+              cudaStream_t stream);
 
   const ModelConfig& config() const { return cfg_; }
   const SynthesisPlan& plan() const { return plan_; }

@@ -94,8 +94,8 @@ void run_mapping(const DeviceModel& m, MappingBuffers& b, float psi, int cutoff,
 
 // --- executor -----------------------------------------------------------------------------
 
-Executor::Executor(const DeviceModel& m, int N, cudnnHandle_t cudnn, const DeviceCaps& caps, const CudaTuning& tuning,
-                   MemoryStats* stats, cudaStream_t stream, size_t workspace_limit)
+Executor::Executor(const DeviceModel& m, int N, cudnnHandle_t cudnn, const DeviceCaps& caps, MemoryStats* stats,
+                   cudaStream_t stream, size_t workspace_limit)
     : m_(m), N_(N), caps_(caps), stats_(stats), mapping_(m, N, stats) {
   const ModelConfig& cfg = m.config();
   const auto& blocks = m.blocks();
@@ -140,8 +140,8 @@ Executor::Executor(const DeviceModel& m, int N, cudnnHandle_t cudnn, const Devic
   // Convolutions: candidates, one workspace for all, then the implementation of each.
   convs_.resize(blocks.size());
   size_t workspace_need = 0;
-  auto make = [&](const ConvShape& shape, ConvMath math) {
-    auto c = std::make_unique<Conv>(cudnn, shape, math, caps, tuning, workspace_limit);
+  auto make = [&](const ConvShape& shape, ConvMath math, const ConvChoice& choice) {
+    auto c = std::make_unique<Conv>(cudnn, shape, math, choice, caps, workspace_limit);
     workspace_need = std::max(workspace_need, c->max_candidate_workspace());
     return c;
   };
@@ -155,7 +155,7 @@ Executor::Executor(const DeviceModel& m, int N, cudnnHandle_t cudnn, const Devic
     c1.Cin = C;
     c1.Cout = C;
     c1.dtype = bd.dtype;
-    convs_[i].conv1 = make(c1, bd.conv1.math);
+    if (!bd.recipe.fused_conv1) convs_[i].conv1 = make(c1, bd.conv1.math, bd.recipe.conv1);
     if (bd.conv0) {
       ConvShape c0;
       c0.N = N;
@@ -166,7 +166,7 @@ Executor::Executor(const DeviceModel& m, int N, cudnnHandle_t cudnn, const Devic
       c0.pad = 0;
       c0.dtype = bd.dtype;
       if (c0.out_h() != r + 1) fail(ErrorKind::internal, "transposed conv size");
-      convs_[i].conv0 = make(c0, bd.conv0->math);
+      convs_[i].conv0 = make(c0, bd.conv0->math, bd.recipe.conv0);
     }
     if (bd.skip) {
       ConvShape sk;
@@ -177,7 +177,7 @@ Executor::Executor(const DeviceModel& m, int N, cudnnHandle_t cudnn, const Devic
       sk.k = 1;
       sk.pad = 0;
       sk.dtype = bd.dtype;
-      convs_[i].skip = make(sk, bd.conv1.math);
+      convs_[i].skip = make(sk, bd.conv1.math, bd.recipe.skip);
     }
   }
   workspace_ = DeviceBuffer(workspace_need, stats);
@@ -188,6 +188,7 @@ Executor::Executor(const DeviceModel& m, int N, cudnnHandle_t cudnn, const Devic
       if (!c) return;
       if (l && l->weight_hi_off)
         c->set_packed_weights(m.at<char>(l->weight_hi_off), l->weight_lo_off ? m.at(l->weight_lo_off) : nullptr);
+      if (l && l->weight_tconv_off) c->set_tconv_weights(m.at<char>(l->weight_tconv_off));
       c->select(x, m.at<char>(w_off), y, workspace_.get(), workspace_.bytes(), stream);
       workspace_used = std::max(workspace_used, c->workspace());
     };
@@ -382,7 +383,6 @@ void Executor::emit_conv1(Emit& e, size_t block) {
   ep.clamp = clamp_of(*bd.conv1.plan);
   ep.residual = bd.skip ? residual_.as<float>() : nullptr;
   ep.out_dtype = bd.recipe.out_dtype;
-  ep.shared_tables = bd.recipe.shared_table_epilogue;
   if (next) {
     ep.out = bd.recipe.fused_conv1 ? e.conv_out : e.act;
     ep.out_scale = input_scales_.as<float>() + next->conv0->s_col;
@@ -461,7 +461,11 @@ std::vector<Executor::Step> Executor::program(const ProgramKey& key, bool for_du
 
 void Executor::run_steps(const std::vector<Step>& steps, cudaStream_t s, const BlockDumpFn* dump) {
   for (const Step& st : steps) {
-    st.fn(s);
+    try {
+      st.fn(s);
+    } catch (const Error& e) {  // a launch failure or out of memory: name the device and the layer (same kind)
+      fail(e.kind(), "cuda:", caps_.index, ", ", st.name, " (batch ", N_, "): ", e.what());
+    }
     if (dump && *dump && st.dump_block >= 0) {
       SG2_CUDA_CHECK(cudaStreamSynchronize(s));
       const BlockData& bd = m_.blocks()[static_cast<size_t>(st.dump_block)];

@@ -39,8 +39,8 @@ using BlockDumpFn = std::function<void(int res, const void* x, DType dtype, int 
 class Executor {
  public:
   /// Allocates every buffer and chooses the convolutions' implementations (runs each once).
-  Executor(const DeviceModel& m, int N, cudnnHandle_t cudnn, const DeviceCaps& caps, const CudaTuning& tuning,
-           MemoryStats* stats, cudaStream_t stream, size_t workspace_limit);
+  Executor(const DeviceModel& m, int N, cudnnHandle_t cudnn, const DeviceCaps& caps, MemoryStats* stats,
+           cudaStream_t stream, size_t workspace_limit);
 
   int batch() const { return N_; }
   float* ws() const { return ws_.as<float>(); }  ///< [N, num_ws, w_dim] input

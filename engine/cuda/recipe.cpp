@@ -18,24 +18,42 @@ DType block_dtype(const BlockPlan& b, Precision precision) {
   return DType::f32;
 }
 
-ConvMath conv_math(DType dtype, Precision precision, const CudaTuning& tuning) {
+ConvMath conv_math(DType dtype, Precision precision) {
   if (dtype == DType::f16) return ConvMath::fp16;
   if (precision == Precision::tf32) return ConvMath::tf32;
-  // SG2_AUTO_FP32_MATH=tf32 runs auto's fp32 blocks on TF32 tensor cores, as the official code does
-  // under PyTorch's default allow_tf32 (docs/performance-notes.md).
-  if (precision == Precision::automatic && tuning.auto_fp32_as_tf32) return ConvMath::tf32;
   return ConvMath::fp32_strict;
 }
 
 std::vector<BlockRecipe> make_recipes(const SynthesisPlan& plan, int img_channels, Precision precision,
-                                      const DeviceCaps& caps, const CudaTuning& tuning) {
+                                      const DeviceCaps& caps, bool batch_invariant) {
   std::vector<BlockRecipe> out;
   for (const BlockPlan& b : plan.blocks) {
     BlockRecipe r;
     r.dtype = block_dtype(b, precision);
-    r.math = conv_math(r.dtype, precision, tuning);
-    r.separable_upconv = tuning.separable_upconv && plan.filter_size == 4 && !plan.filter1d.empty();
-    r.shared_table_epilogue = tuning.shared_table_epilogue;
+    r.math = conv_math(r.dtype, precision);
+    r.separable_upconv = plan.filter_size == 4 && !plan.filter1d.empty();
+    const int res = b.resolution, C = b.out_channels;
+    ConvShape c1;  // the shapes of one image (the choice never depends on the batch)
+    c1.N = 1;
+    c1.H = c1.W = res;
+    c1.Cin = C;
+    c1.Cout = C;
+    c1.dtype = r.dtype;
+    r.conv1 = choose_conv(c1, r.math, caps, batch_invariant);
+    if (b.in_channels > 0) {
+      ConvShape c0 = c1;
+      c0.H = c0.W = res / 2;
+      c0.Cin = b.in_channels;
+      c0.transposed = true;
+      c0.pad = 0;
+      r.conv0 = choose_conv(c0, r.math, caps, batch_invariant);
+      if (b.skip) {
+        ConvShape sk = c0;
+        sk.transposed = false;
+        sk.k = 1;
+        r.skip = choose_conv(sk, r.math, caps, batch_invariant);
+      }
+    }
     out.push_back(r);
   }
   for (size_t i = 0; i < out.size(); ++i) {
@@ -43,7 +61,7 @@ std::vector<BlockRecipe> make_recipes(const SynthesisPlan& plan, int img_channel
     BlockRecipe& r = out[i];
     r.out_dtype = i + 1 < out.size() ? out[i + 1].dtype : r.dtype;
     const int rgb = b.torgb ? img_channels : 0;
-    r.fused_conv1 = tuning.fused_conv1 && r.dtype == DType::f16 && r.out_dtype == DType::f16 && !b.skip &&
+    r.fused_conv1 = r.dtype == DType::f16 && r.out_dtype == DType::f16 && !b.skip &&
                     fused_conv_f16_shape_ok(b.out_channels, b.resolution, b.resolution, rgb, caps.smem_per_block_optin);
   }
   return out;

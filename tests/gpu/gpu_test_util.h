@@ -17,7 +17,8 @@
 #include "engine/cuda/conv.h"
 #include "engine/cuda/cuda_raii.h"
 #include "engine/cuda/device_caps.h"
-#include "engine/cuda/tuning.h"
+#include "engine/cuda/options.h"
+#include "engine/generator_access.h"
 #include "kernels/dtype.h"
 #include "sg2/generator.h"
 #include "sg2/tensor.h"
@@ -41,17 +42,26 @@ inline const cuda::DeviceCaps& gpu_caps() {
   return caps;
 }
 
-/// Whether the engine would run a strict-fp32 Cin -> Cout 3x3 convolution on the 3xTF32 kernel
-/// here (the selection table, engine/cuda/conv.h, with the environment's switches).
+/// Whether the engine would run a strict-fp32 Cin -> Cout 3x3 convolution on the tensor-core
+/// kernel's 3xTF32 mode here (the selection table, engine/cuda/conv.h choose_conv).
 inline bool tf32x3_runs_here(int cin, int cout) {
   cuda::ConvShape s;
   s.N = 1;
   s.H = s.W = 16;
   s.Cin = cin;
   s.Cout = cout;
-  const auto c =
-      cuda::conv_candidates(s, cuda::ConvMath::fp32_strict, gpu_caps(), cuda::CudaTuning::from_environment());
-  return std::find(c.begin(), c.end(), cuda::ConvImpl::tensor_core) != c.end();
+  return cuda::choose_conv(s, cuda::ConvMath::fp32_strict, gpu_caps(), true).impl == cuda::ConvImpl::tensor_core;
+}
+
+/// A CUDA Generator (device 0) with engine-internal options: the fallbacks other GPUs take, a
+/// memory limit (engine/cuda/options.h).
+inline Generator cuda_generator(const Model& model, Precision p, int max_batch, const cuda::CudaOptions& o) {
+  GeneratorOptions g;
+  g.device = Device{Device::Kind::cuda, 0};
+  g.precision = p;
+  g.max_batch = max_batch;
+  g.batch_invariant = o.batch_invariant;
+  return GeneratorAccess::with_backend(model, g, [&](const Model& m) { return cuda::make_cuda_backend(m, 0, p, o); });
 }
 
 /// Tensor of the shape filled with N(0, scale^2) from `seed`.

@@ -12,8 +12,9 @@
 
 #include "engine/backend.h"
 #include "engine/cuda/conv.h"
+#include "engine/cuda/options.h"
 #include "gpu_test_util.h"
-#include "kernels/conv2d_tf32x3.h"
+#include "kernels/tc_conv.h"
 #include "sg2/bench.h"
 #include "sg2/error.h"
 #include "sg2/generator.h"
@@ -215,29 +216,55 @@ TEST(GpuGenerator, SplitsTheBatchWhenMemoryRunsOut) {
   }
   auto mib = [](double bytes) { return std::to_string(bytes / 1048576.0); };
   // room for about two images, not eight: the batch is split
-  const std::string limit = mib(double(need2) * 1.3);
-  setenv("SG2_CUDA_MEMORY_LIMIT_MB", limit.c_str(), 1);
-  Tensor split;
-  try {
-    Generator g(model, opts(Device::Kind::cuda, Precision::fp32, 8));
-    split = g.generate(in.z, in.c);
-  } catch (...) {
-    unsetenv("SG2_CUDA_MEMORY_LIMIT_MB");
-    throw;
+  cuda::CudaOptions limited;
+  limited.memory_limit_bytes = static_cast<size_t>(double(need2) * 1.3);
+  {
+    Generator g = cuda_generator(model, Precision::fp32, 8, limited);
+    const Tensor split = g.generate(in.z, in.c);
+    EXPECT_TRUE(test::tensors_near(split, full, 1e-5,
+                                   "batch 8 split under a " + mib(double(limited.memory_limit_bytes)) + " MiB limit"));
   }
-  unsetenv("SG2_CUDA_MEMORY_LIMIT_MB");
-  EXPECT_TRUE(test::tensors_near(split, full, 1e-5, "batch 8 split under a " + limit + " MiB limit"));
   // no room for one image: a clear out-of-memory error
-  setenv("SG2_CUDA_MEMORY_LIMIT_MB", mib(double(need1) * 0.7).c_str(), 1);
+  limited.memory_limit_bytes = static_cast<size_t>(double(need1) * 0.7);
   try {
-    Generator g(model, opts(Device::Kind::cuda, Precision::fp32, 8));
+    Generator g = cuda_generator(model, Precision::fp32, 8, limited);
     g.generate(in.z, in.c);
     ADD_FAILURE() << "expected out of memory";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::out_of_memory) << e.what();
     std::cout << "  " << e.what() << "\n";
   }
-  unsetenv("SG2_CUDA_MEMORY_LIMIT_MB");
+}
+
+// The kernels other GPUs take stay correct here: as on a GPU without wgmma and with 99 KiB of
+// shared memory per block (sm_86 / sm_89), fp32 runs on the SIMT kernel, tf32 and fp16 on the
+// mma.sync kernels, fp16 conv1 of 64 channels unfused; each precision against this GPU's own
+// choice (fp32 also against the CPU reference), and batch-invariant.
+TEST(GpuGenerator, FallbackKernelsOfOtherGpusStayCorrect) {
+  SG2_REQUIRE_GPU();
+  cuda::CudaOptions other;
+  other.allow_wgmma = false;
+  other.smem_per_block_limit = 99 * 1024;
+  for (const ModelCase& mc : {kModels[3], kModels[2], kModels[4]}) {
+    Model model = make_model(mc);
+    const Inputs in = inputs(model.config, {1, 2, 3, 4});
+    Generator cpu(model, opts(Device::Kind::cpu));
+    const Tensor ref = cpu.generate(in.z, in.c);
+    for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::automatic}) {
+      Generator fast(model, opts(Device::Kind::cuda, p, 4));
+      Generator slow = cuda_generator(model, p, 4, other);
+      const Tensor a = fast.generate(in.z, in.c), b = slow.generate(in.z, in.c);
+      const double range = 2.0 * scale_of(ref);
+      std::cout << "  " << mc.label << " " << to_string(p) << " as on sm_86: PSNR vs this GPU's kernels "
+                << psnr(b, a, range) << " dB\n";
+      if (p == Precision::fp32)
+        EXPECT_TRUE(near_rel(b, ref, 1e-4, mc.label + " fp32 fallback kernels vs CPU"));
+      else
+        EXPECT_GT(psnr(b, a, range), 40.0) << mc.label << " " << to_string(p);
+      Generator one = cuda_generator(model, p, 1, other);
+      EXPECT_TRUE(bit_identical(one.generate(in.z, in.c), b)) << mc.label << " " << to_string(p) << ": batch 1 vs 4";
+    }
+  }
 }
 
 TEST(GpuGenerator, BadDeviceIndexIsAClearError) {
@@ -276,9 +303,10 @@ TEST(GpuGenerator, WithoutAGpuTheErrorNamesTheReason) {
   }
 }
 
-// fp32 runs its 3x3 convolutions on tensor cores with the 3xTF32 kernel (kernels/conv2d_tf32x3.h).
-// On a model with 512-channel layers (4608 terms per output) its distance to the CPU reference is
-// that of the FMA-only path (SG2_FP32_CONV=simt), and far below plain TF32's.
+// fp32 runs its 3x3 convolutions on tensor cores in the 3xTF32 mode (kernels/tc_conv.h). On a
+// model with 512-channel layers (4608 terms per output) its distance to the CPU reference is that
+// of the FMA-only path (the SIMT kernel, as on a GPU with 99 KiB of shared memory per block), and
+// far below plain TF32's.
 TEST(GpuGenerator, Fp32OnTensorCoresIsAsAccurateAsFma) {
   SG2_REQUIRE_GPU();
   Model model =
@@ -294,13 +322,13 @@ TEST(GpuGenerator, Fp32OnTensorCoresIsAsAccurateAsFma) {
   };
   Generator tc_gen(model, opts(Device::Kind::cuda));
   const Tensor tc = tc_gen.synthesize(ws);
-  // the 3xTF32 kernel must really have run (where this GPU can run it)
+  // the 3xTF32 mode must really have run (where this GPU can run it)
   if (tf32x3_runs_here(512, 512)) {
     const BenchResult r = bench_generate(tc_gen, 2, 0, 1, 1);
     int n_tc = 0;
     for (const std::string& d : r.conv_algorithms) n_tc += d.find("3xtf32") != std::string::npos ? 1 : 0;
     EXPECT_GE(n_tc, 8) << "the 512-channel convolutions should run on the 3xTF32 kernel";
-    if (gpu_caps().tf32x3_wgmma) {  // Hopper: on its wgmma implementation
+    if (gpu_caps().wgmma) {  // Hopper: on its wgmma implementation
       int n_wg = 0;
       for (const std::string& d : r.conv_algorithms) n_wg += d.find("wgmma") != std::string::npos ? 1 : 0;
       EXPECT_EQ(n_wg, n_tc) << "on sm_90 the 3xTF32 convolutions should use wgmma";
@@ -309,15 +337,9 @@ TEST(GpuGenerator, Fp32OnTensorCoresIsAsAccurateAsFma) {
     std::cout << "  this GPU cannot run the 3xTF32 kernel: fp32 ran on the FMA path\n";
   }
   const Tensor tf32 = Generator(model, opts(Device::Kind::cuda, Precision::tf32)).synthesize(ws);
-  ASSERT_EQ(setenv("SG2_FP32_CONV", "simt", 1), 0);
-  Tensor fma;
-  try {
-    fma = Generator(model, opts(Device::Kind::cuda)).synthesize(ws);
-  } catch (...) {
-    unsetenv("SG2_FP32_CONV");
-    throw;
-  }
-  unsetenv("SG2_FP32_CONV");
+  cuda::CudaOptions simt;
+  simt.smem_per_block_limit = 99 * 1024;  // no room for the 3xTF32 tiles: the SIMT kernel
+  const Tensor fma = cuda_generator(model, Precision::fp32, 0, simt).synthesize(ws);
   const double e_tc = max_diff(tc, ref), e_fma = max_diff(fma, ref), e_tf32 = max_diff(tf32, ref);
   std::cout << "  fp32 vs CPU on a 512-channel model: 3xtf32 max|diff| " << e_tc << ", fma (simt) " << e_fma
             << ", tf32 " << e_tf32 << " (PSNR 3xtf32 " << psnr(tc, ref, 2.0) << " dB, fma " << psnr(fma, ref, 2.0)

@@ -16,8 +16,6 @@
 #include "gpu_test_util.h"
 #include "kernels/conv2d.h"
 #include "kernels/conv2d_simt.h"
-#include "kernels/conv2d_tf32x3.h"
-#include "kernels/conv2d_tf32x3_sm90.h"
 #include "kernels/conv_epilogue.h"
 #include "kernels/demodulate.h"
 #include "kernels/fully_connected.h"
@@ -27,6 +25,8 @@
 #include "kernels/ref/fully_connected.h"
 #include "kernels/ref/modulated_conv2d.h"
 #include "kernels/ref/upfirdn2d.h"
+#include "kernels/tc_conv.h"
+#include "kernels/tc_conv_sm90.h"
 #include "kernels/upconv_epilogue.h"
 #include "kernels/upfirdn2d.h"
 
@@ -555,11 +555,11 @@ struct ConvCase {
 };
 
 /// conv on the device vs the CPU reference. weight [Cout, Cin, k, k] (PyTorch order).
-enum class ConvImpl { direct, cudnn, simt, tf32x3, tf32x3_split8 };
+enum class ConvImpl { direct, cudnn, simt, tc, tc_split8 };
 
 /// Returns max |device - reference| / scale_of(reference).
 double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl impl, uint32_t seed,
-                  cuda::Tf32x3ConvArgs::Impl tc_impl = cuda::Tf32x3ConvArgs::Impl::mma) {
+                  cuda::TcConvArgs::Impl tc_impl = cuda::TcConvArgs::Impl::mma) {
   Tensor x = randn({c.N, c.Cin, c.H, c.H}, seed), w = randn({c.Cout, c.Cin, c.k, c.k}, seed + 1, 0.2f);
   if (dt == DType::f16) {
     x = round_f16(x);
@@ -581,9 +581,9 @@ double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl imp
   const int OH = static_cast<int>(ref.dim(2));
   auto d_y = poisoned(size_t(c.N) * c.Cout * OH * OH, dt);
   std::string how;
-  if (impl == ConvImpl::tf32x3 || impl == ConvImpl::tf32x3_split8) {
+  if (impl == ConvImpl::tc || impl == ConvImpl::tc_split8) {
     // the operands by the math: fp32_strict 3xTF32 (hi, lo), tf32 (hi), fp16 (the fp16 weights)
-    using Ops = cuda::Tf32x3ConvArgs::Operands;
+    using Ops = cuda::TcConvArgs::Operands;
     const Ops ops = math == cuda::ConvMath::fp32_strict ? Ops::tf32x3
                     : math == cuda::ConvMath::tf32      ? Ops::tf32
                                                         : Ops::f16;
@@ -593,7 +593,7 @@ double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl imp
     else
       cuda::tf32x3_pack_weights(wd.data(), c.Cin, c.Cout, c.transposed, hi.data(), lo.data());
     auto d_hi = to_device(Tensor({int64_t(hi.size())}, hi), dt), d_lo = to_device(lo);
-    cuda::Tf32x3ConvArgs a;
+    cuda::TcConvArgs a;
     a.operands = ops;
     a.N = c.N;
     a.H = a.W = c.H;
@@ -605,22 +605,22 @@ double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl imp
     a.w_lo = ops == Ops::tf32x3 ? d_lo.as<float>() : nullptr;
     a.y = d_y.get();
     // split-K by 8: uneven ranges, and empty ones where a phase has fewer than 8 chunks
-    if (impl == ConvImpl::tf32x3_split8) a.splits = 8;
+    if (impl == ConvImpl::tc_split8) a.splits = 8;
     a.impl = tc_impl;
     a.encode_tensor_map = gpu_caps().encode_tensor_map;
-    cuda::DeviceBuffer partial(std::max<size_t>(cuda::conv2d_tf32x3_workspace(a), 16), nullptr);
+    cuda::DeviceBuffer partial(std::max<size_t>(cuda::tc_conv_workspace(a), 16), nullptr);
     SG2_CUDA_CHECK(cudaMemset(partial.get(), 0xff, partial.bytes()));  // NaN: every partial must be written
     a.partial = partial.as<float>();
-    if (!cuda::conv2d_tf32x3_supports(a)) {
+    if (!cuda::tc_conv_supports(a)) {
       ADD_FAILURE() << "the tensor-core kernel refuses a shape it should take";
       return 1.0;
     }
-    cuda::conv2d_tf32x3(a, nullptr);
+    cuda::tc_conv(a, nullptr);
     SG2_CUDA_CHECK(cudaDeviceSynchronize());
     how = std::string(ops == Ops::tf32x3 ? "3xtf32"
                       : ops == Ops::tf32 ? "tf32"
                                          : "fp16") +
-          (a.impl == cuda::Tf32x3ConvArgs::Impl::wgmma ? " wgmma" : " mma.sync") + (a.splits > 1 ? " split-k 8" : "");
+          (a.impl == cuda::TcConvArgs::Impl::wgmma ? " wgmma" : " mma.sync") + (a.splits > 1 ? " split-k 8" : "");
   } else if (impl == ConvImpl::simt) {
     cuda::SimtConvArgs a;
     a.N = c.N;
@@ -649,10 +649,10 @@ double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl imp
     s.pad = c.transposed ? 0 : c.k / 2;
     s.transposed = c.transposed;
     s.dtype = dt;
-    cuda::CudaTuning cudnn_only;  // the table puts sg2's own kernels first: ask for cuDNN
-    cudnn_only.fp32_conv = cuda::CudaTuning::Fp32Conv::cudnn;
-    cudnn_only.conv_policy = cuda::CudaTuning::ConvPolicy::cudnn_first;
-    cuda::Conv conv(h.get(), s, math, gpu_caps(), cudnn_only, size_t(256) << 20);
+    cuda::ConvChoice cudnn_only;  // cuDNN's algorithms, then the direct kernel
+    cudnn_only.impl = cuda::ConvImpl::cudnn;
+    cudnn_only.fallback = cuda::ConvImpl::direct;
+    cuda::Conv conv(h.get(), s, math, cudnn_only, gpu_caps(), size_t(256) << 20);
     cuda::DeviceBuffer ws(std::max<size_t>(conv.max_candidate_workspace(), 1), nullptr);
     conv.select(d_x.get(), d_w.get(), d_y.get(), ws.get(), ws.bytes(), stream.get());
     SG2_CUDA_CHECK(cudaMemset(d_y.get(), 0xff, d_y.bytes()));
@@ -739,11 +739,11 @@ const ConvCase kTcCases[] = {{2, 16, 32, 32, 3, false}, {2, 16, 64, 32, 3, true}
 constexpr const char* kNoTf32x3 =
     "this GPU cannot run the 3xTF32 kernel (sm_80+ with 108 KiB of shared memory per block)";
 
-TEST(GpuKernels, Tf32x3ConvMatchesReference) {
+TEST(GpuKernels, TensorCoreConvMatchesReference) {
   SG2_REQUIRE_GPU();
   if (!tf32x3_runs_here(32, 64)) GTEST_SKIP() << kNoTf32x3;
-  using Impl = cuda::Tf32x3ConvArgs::Impl;
-  const bool wgmma = gpu_caps().tf32x3_wgmma;
+  using Impl = cuda::TcConvArgs::Impl;
+  const bool wgmma = gpu_caps().wgmma;
   std::cout << "  wgmma (sm_90a) kernel: " << (wgmma ? "tested" : "not available on this GPU or build") << "\n";
   uint32_t seed = 950;
   for (const ConvCase& c : kTcCases) {
@@ -752,11 +752,11 @@ TEST(GpuKernels, Tf32x3ConvMatchesReference) {
       const bool f16 = math == cuda::ConvMath::fp16;
       if (f16 && c.Cin % 64 != 0) continue;
       const DType dt = f16 ? DType::f16 : DType::f32;
-      check_conv(c, dt, math, ConvImpl::tf32x3, seed += 2, Impl::mma);
-      check_conv(c, dt, math, ConvImpl::tf32x3_split8, seed += 2, Impl::mma);
+      check_conv(c, dt, math, ConvImpl::tc, seed += 2, Impl::mma);
+      check_conv(c, dt, math, ConvImpl::tc_split8, seed += 2, Impl::mma);
       if (wgmma && c.Cout % 64 == 0) {
-        check_conv(c, dt, math, ConvImpl::tf32x3, seed += 2, Impl::wgmma);
-        check_conv(c, dt, math, ConvImpl::tf32x3_split8, seed += 2, Impl::wgmma);
+        check_conv(c, dt, math, ConvImpl::tc, seed += 2, Impl::wgmma);
+        check_conv(c, dt, math, ConvImpl::tc_split8, seed += 2, Impl::wgmma);
       }
     }
   }
@@ -768,8 +768,8 @@ TEST(GpuKernels, Tf32x3ConvMatchesReference) {
 TEST(GpuKernels, TensorCoreConvIsBatchInvariant) {
   SG2_REQUIRE_GPU();
   if (!tf32x3_runs_here(32, 64)) GTEST_SKIP() << kNoTf32x3;
-  using Ops = cuda::Tf32x3ConvArgs::Operands;
-  using Impl = cuda::Tf32x3ConvArgs::Impl;
+  using Ops = cuda::TcConvArgs::Operands;
+  using Impl = cuda::TcConvArgs::Impl;
   const ConvCase cases[] = {
       {5, 8, 128, 128, 3, false}, {5, 8, 128, 64, 3, true}, {5, 13, 64, 128, 3, false}, {5, 4, 512, 128, 3, true}};
   int checked = 0;
@@ -777,7 +777,7 @@ TEST(GpuKernels, TensorCoreConvIsBatchInvariant) {
     for (Ops ops : {Ops::tf32x3, Ops::tf32, Ops::f16})
       for (Impl impl : {Impl::mma, Impl::wgmma})
         for (int splits : {1, 4}) {
-          if (impl == Impl::wgmma && (!gpu_caps().tf32x3_wgmma || c.Cout % 64 != 0)) continue;
+          if (impl == Impl::wgmma && (!gpu_caps().wgmma || c.Cout % 64 != 0)) continue;
           const size_t esz = ops == Ops::f16 ? 2 : 4;
           const int OH = c.transposed ? 2 * c.H + 1 : c.H;
           const size_t x_per = size_t(c.H) * c.H * c.Cin, y_per = size_t(OH) * OH * c.Cout;
@@ -790,7 +790,7 @@ TEST(GpuKernels, TensorCoreConvIsBatchInvariant) {
                d_lo = to_device(lo);
           auto run = [&](int n, int first) {
             auto d_y = poisoned(size_t(n) * y_per, dt);
-            cuda::Tf32x3ConvArgs a;
+            cuda::TcConvArgs a;
             a.operands = ops;
             a.impl = impl;
             a.encode_tensor_map = gpu_caps().encode_tensor_map;
@@ -804,10 +804,10 @@ TEST(GpuKernels, TensorCoreConvIsBatchInvariant) {
             a.w_lo = ops == Ops::tf32x3 ? d_lo.as<float>() : nullptr;
             a.y = d_y.get();
             a.splits = splits;
-            cuda::DeviceBuffer partial(std::max<size_t>(cuda::conv2d_tf32x3_workspace(a), 16), nullptr);
+            cuda::DeviceBuffer partial(std::max<size_t>(cuda::tc_conv_workspace(a), 16), nullptr);
             a.partial = partial.as<float>();
-            EXPECT_TRUE(cuda::conv2d_tf32x3_supports(a));
-            cuda::conv2d_tf32x3(a, nullptr);
+            EXPECT_TRUE(cuda::tc_conv_supports(a));
+            cuda::tc_conv(a, nullptr);
             std::vector<char> out(size_t(n) * y_per * esz);
             SG2_CUDA_CHECK(cudaMemcpy(out.data(), d_y.get(), out.size(), cudaMemcpyDeviceToHost));
             return out;
@@ -827,7 +827,7 @@ TEST(GpuKernels, TensorCoreConvIsBatchInvariant) {
   EXPECT_GE(checked, 24);
 }
 
-// The 3xTF32 kernel is as accurate as FMA fp32 (kernels/conv2d_tf32x3.h) and far more accurate
+// The 3xTF32 kernel is as accurate as FMA fp32 (kernels/tc_conv.h) and far more accurate
 // than plain TF32, on the shapes where it matters (512 channels: 4608 terms per output).
 TEST(GpuKernels, Tf32x3ConvIsAsAccurateAsFma) {
   SG2_REQUIRE_GPU();
@@ -841,11 +841,11 @@ TEST(GpuKernels, Tf32x3ConvIsAsAccurateAsFma) {
   for (const ConvCase& c : cases) {
     const double fma = check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::simt, seed);
     const double tc =
-        check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3, seed, cuda::Tf32x3ConvArgs::Impl::mma);
-    const double wg = gpu_caps().tf32x3_wgmma && c.Cout % 64 == 0
-                          ? check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tf32x3, seed,
-                                       cuda::Tf32x3ConvArgs::Impl::wgmma)
-                          : -1.0;
+        check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tc, seed, cuda::TcConvArgs::Impl::mma);
+    const double wg =
+        gpu_caps().wgmma && c.Cout % 64 == 0
+            ? check_conv(c, DType::f32, cuda::ConvMath::fp32_strict, ConvImpl::tc, seed, cuda::TcConvArgs::Impl::wgmma)
+            : -1.0;
     const double tf32 = check_conv(c, DType::f32, cuda::ConvMath::tf32, ConvImpl::cudnn, seed);
     std::cout << "  conv " << c.Cin << "->" << c.Cout << (c.transposed ? " transposed" : " forward")
               << ": max|err|/scale simt (fma) " << fma << ", 3xtf32 mma.sync " << tc << ", 3xtf32 wgmma "
@@ -860,9 +860,9 @@ TEST(GpuKernels, Tf32x3ConvIsAsAccurateAsFma) {
 // bits, hi + lo == w exactly, |lo| <= half an ulp of hi, and rounding never overflows.
 // Which convolutions the wgmma kernel feeds by TMA (host only, runs without a GPU): each 128-pixel
 // tile must be exactly one box of [N, H, W, Cin]; everything else keeps cp.async. Correctness of
-// both paths: Tf32x3ConvMatchesReference (W = 32, 16, 8, 4 take the TMA path, W = 7 and the
+// both paths: TensorCoreConvMatchesReference (W = 32, 16, 8, 4 take the TMA path, W = 7 and the
 // transposed cases the cp.async one).
-TEST(GpuKernels, Tf32x3WgmmaActivationBoxes) {
+TEST(GpuKernels, TensorCoreWgmmaActivationBoxes) {
   struct Case {
     int N, H, W;
     bool transposed, tma;
@@ -882,7 +882,7 @@ TEST(GpuKernels, Tf32x3WgmmaActivationBoxes) {
       {32, 32, 32, true, false, {}},  // transposed: phase tiles are not boxes
   };
   for (const Case& c : cases) {
-    cuda::Tf32x3ConvArgs a;
+    cuda::TcConvArgs a;
     a.N = c.N;
     a.H = c.H;
     a.W = c.W;
@@ -892,7 +892,7 @@ TEST(GpuKernels, Tf32x3WgmmaActivationBoxes) {
     uint32_t box[4] = {0, 0, 0, 0};
     const std::string what = std::to_string(c.N) + "x" + std::to_string(c.H) + "x" + std::to_string(c.W) +
                              (c.transposed ? " transposed" : "");
-    ASSERT_EQ(cuda::tf32x3_wgmma_activation_box(a, box), c.tma) << what;
+    ASSERT_EQ(cuda::tc_wgmma_activation_box(a, box), c.tma) << what;
     if (!c.tma) continue;
     for (int i = 0; i < 4; ++i) EXPECT_EQ(box[i], c.box[i]) << what << " box[" << i << "]";
     EXPECT_EQ(box[1] * box[2] * box[3], 128u) << what << ": a tile is 128 pixels";

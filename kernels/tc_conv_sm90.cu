@@ -1,7 +1,7 @@
 // sg2 CUDA kernels: the 3xTF32 convolution on Hopper's warpgroup MMA (wgmma), compiled for sm_90a
-// only (CMakeLists.txt); entry points in kernels/conv2d_tf32x3_sm90.h, dispatch in conv2d_tf32x3.cu.
+// only (CMakeLists.txt); entry points in kernels/tc_conv_sm90.h, dispatch in tc_conv.cu.
 //
-// Same GEMM, splits, chunking and summation order as the mma.sync kernel (conv2d_tf32x3.h): block
+// Same GEMM, splits, chunking and summation order as the mma.sync kernel (tc_conv.h): block
 // tile 128 pixels x BN channels (BN = 64 or 128), 256 threads = 2 warpgroups of 64 pixels each.
 // Per 32-deep chunk a warpgroup loads and splits its activations (registers, the m64k8 A fragment:
 // a0 (row g, k t4), a1 (g + 8, t4), a2 (g, t4 + 4), a3 (g + 8, t4 + 4) of the warp's 16 rows) and
@@ -12,14 +12,14 @@
 // Copies (kStages deep): the filter tiles, BN rows of 32 floats (128 bytes) with the 16-byte pieces
 // of row n at piece ^ (n % 8) (the 128-byte swizzle the descriptors name), come by TMA (two 2-D
 // copies per chunk, issued by thread 0, completing on the stage's mbarrier). The activation tile
-// comes by one 4-D TMA copy too where every 128-pixel tile is a box of [N, H, W, Cin] (tf32x3_wgmma_activation_box:
+// comes by one 4-D TMA copy too where every 128-pixel tile is a box of [N, H, W, Cin] (tc_wgmma_activation_box:
 // forward convs with W | 128 or 128 | W; the padding is zero-filled by the copy engine; rows of 32
 // floats, 128-byte swizzled), else by cp.async per thread into [128][36] floats. Activations reach
 // the tensor cores through registers only, so no proxy fence is needed: a block barrier per chunk
 // (the cp.async data; stage reuse) and the mbarrier wait (the TMA data) order everything.
 // Measured on an H200 (docs/performance-notes.md, session 4): b64.conv1 of ffhq1024-f at batch 32
 // in 4.8-5.2 ms, 75-80 % of the tensor cores' measured TF32 rate (three MMAs per multiply-add).
-// The other operand modes (Tf32x3ConvArgs::Operands) share everything but the MMAs: tf32 issues
+// The other operand modes (TcConvArgs::Operands) share everything but the MMAs: tf32 issues
 // hi(A) hi(B) alone; f16 moves fp16 data (a 128-byte row is then 64 channels), uses each 32-bit
 // word of the A fragment as two fp16 values (the m64k16 fp16 fragment sits at the same word
 // positions as the m64k8 TF32 one) and issues one m64nNk16 fp16 wgmma per 32-byte step.
@@ -30,13 +30,10 @@
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/conv2d_tf32x3_sm90.h"
 #include "kernels/cuda_check.h"
-#include "kernels/tf32x3_device.cuh"
-
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define SG2_HAVE_WGMMA 1
-#endif
+#include "kernels/sm90_ops.cuh"
+#include "kernels/tc_conv_device.cuh"
+#include "kernels/tc_conv_sm90.h"
 
 namespace sg2::cuda {
 
@@ -44,70 +41,25 @@ namespace {
 
 constexpr int kBM = 128, kBK = 32, kThreads = 256;  // kBK: 32-bit words per 128-byte row
 constexpr int kAP = kBK + 4;                        // activation tile row pitch (words)
-using Ops = Tf32x3ConvArgs::Operands;
+using Ops = TcConvArgs::Operands;
 
-template <int BN>
+template <int BN, Ops OPS>
 struct WgCfg {
   // Stages: chunk c - 1 is being read by the tensor cores, c is being split, c + 1 .. c + kStages
   // - 3 are in flight, and c + kStages - 2 is being issued (the stage chunk c - 2 left).
   static constexpr int kStages = 4;
-  static constexpr int kBBytes = BN * 128;                     // one filter tile (hi or lo)
+  static constexpr int kNB = OPS == Ops::tf32x3 ? 2 : 1;       // filter tiles per stage: hi (, lo)
+  static constexpr int kBBytes = BN * 128;                     // one filter tile
   static constexpr int kABytes = kBM * kAP * 4;                // the activation tile
-  static constexpr int kStage = 2 * kBBytes + kABytes;         // a multiple of 1024: every tile 1024-aligned
+  static constexpr int kStage = kNB * kBBytes + kABytes;       // a multiple of 1024: every tile 1024-aligned
   static constexpr size_t kBars = size_t(kStages) * kStage;    // the stages' mbarriers
   static constexpr size_t kSmem = kBars + 8 * kStages + 1024;  // + room to align the base
   static_assert(kStage % 1024 == 0, "filter tiles must stay 1024-byte aligned (128-byte swizzle)");
 };
 
 #ifdef SG2_HAVE_WGMMA
-/// Shared-memory matrix descriptor: K-major, 128-byte swizzle, 8-row groups 1024 bytes apart.
-__device__ __forceinline__ uint64_t smem_desc(uint32_t saddr) {
-  return uint64_t((saddr & 0x3ffffu) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
-}
-__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wg_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
-/// mbarrier (shared memory, 8 bytes) for the filter tiles' tensor-memory-access (TMA) copies.
-__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_init_fence() {
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-/// Arrives once and expects `bytes` from the copies that complete on this barrier.
-__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-/// Waits until the barrier's phase with this parity has completed.
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done)
-                 : "r"(bar), "r"(parity)
-                 : "memory");
-  } while (!done);
-}
-/// TMA: the box at (c, x, y, n) of a 4-D tensor map into shared memory at dst; completes on bar.
-/// Coordinates outside the tensor (the convolution's padding) read as zeros.
-__device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map, int c, int x, int y, int n,
-                                            uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
-      "[%6];\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(c), "r"(x), "r"(y), "r"(n), "r"(bar)
-      : "memory");
-}
-/// TMA: the box at (x, y) of a 2-D tensor map into shared memory at dst; completes on bar.
-__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int x, int y, uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
-          dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar)
-      : "memory");
-}
-/// Keeps the compiler from moving register uses across the asynchronous MMAs.
-__device__ __forceinline__ void reg_fence(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+using namespace sm90;
+
 /// Keeps a set of A fragments alive (unmodified) up to here: the MMAs read them asynchronously.
 __device__ __forceinline__ void reg_keep(const uint32_t (&r)[4][4]) {
 #pragma unroll
@@ -116,95 +68,24 @@ __device__ __forceinline__ void reg_keep(const uint32_t (&r)[4][4]) {
     for (int i = 0; i < 4; ++i) asm volatile("" ::"r"(r[s][i]) : "memory");
 }
 
-/// D (64 x 64 fp32; 32 registers a thread) (+)= A (64 x 8 TF32, registers) B (8 x 64 TF32, shared
-/// memory by descriptor); scale_d = 0: D = A B (D's old value ignored).
-__device__ __forceinline__ void wgmma_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t b, int scale_d) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-      "}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
-}
-
-/// D (64 x 128 fp32; 64 registers a thread) (+)= A (64 x 8 TF32, registers) B (8 x 128 TF32, shared
-/// memory by descriptor); scale_d = 0: D = A B (D's old value ignored).
-__device__ __forceinline__ void wgmma_n128(float (&d)[64], const uint32_t (&a)[4], uint64_t b, int scale_d) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-      "}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
-        "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
-        "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
-        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
-}
-
-template <int BN>
+/// One m64nBN MMA step of the operand type: TF32 (k8) or fp16 (k16).
+template <int BN, bool F16>
 __device__ __forceinline__ void wgmma(float (&d)[BN / 2], const uint32_t (&a)[4], uint64_t b, int scale_d) {
-  if constexpr (BN == 64)
-    wgmma_n64(d, a, b, scale_d);
-  else
-    wgmma_n128(d, a, b, scale_d);
-}
-
-/// D (64 x 64 fp32) (+)= A (64 x 16 fp16, registers: two per 32-bit word) B (16 x 64 fp16, shared
-/// memory by descriptor, K-major); scale_d = 0: D = A B.
-__device__ __forceinline__ void wgmma_f16_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t b, int scale_d) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
-}
-
-/// D (64 x 128 fp32) (+)= A (64 x 16 fp16, registers) B (16 x 128 fp16, shared memory, K-major).
-__device__ __forceinline__ void wgmma_f16_n128(float (&d)[64], const uint32_t (&a)[4], uint64_t b, int scale_d) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
-        "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
-        "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
-        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
-}
-
-template <int BN>
-__device__ __forceinline__ void wgmma_f16(float (&d)[BN / 2], const uint32_t (&a)[4], uint64_t b, int scale_d) {
-  if constexpr (BN == 64)
-    wgmma_f16_n64(d, a, b, scale_d);
-  else
-    wgmma_f16_n128(d, a, b, scale_d);
+  if constexpr (F16) {
+    if constexpr (BN == 64)
+      wgmma_f16_n64(d, a, b, scale_d);
+    else if constexpr (BN == 128)
+      wgmma_f16_n128(d, a, b, scale_d);
+    else
+      wgmma_f16_n256(d, a, b, scale_d);
+  } else {
+    if constexpr (BN == 64)
+      wgmma_tf32_n64(d, a, b, scale_d);
+    else if constexpr (BN == 128)
+      wgmma_tf32_n128(d, a, b, scale_d);
+    else
+      wgmma_tf32_n256(d, a, b, scale_d);
+  }
 }
 #endif  // SG2_HAVE_WGMMA
 
@@ -224,15 +105,17 @@ __device__ __forceinline__ void fragment(float v, uint32_t& hi, uint32_t& lo) {
 }
 
 // TA: the activation tile by TMA too (forward convolutions whose 128-pixel tiles are boxes of the
-// [N, H, W, Cin] tensor, tf32x3_wgmma_activation_box): one 4-D copy per chunk, the padding zero-filled by the copy
+// [N, H, W, Cin] tensor, tc_wgmma_activation_box): one 4-D copy per chunk, the padding zero-filled by the copy
 // engine, 128-byte swizzled; else cp.async per thread into [128][36] floats.
-template <int BN, bool TR, bool TA, Ops OPS>
+// FOLD (tf32 and f16 only): the block runs every split of the split-K factor one after another
+// (TcConvArgs::fold_splits): each split's chain in `part`, added to acc at its end.
+template <int BN, bool TR, bool TA, Ops OPS, bool FOLD>
 __global__ void __launch_bounds__(kThreads, 1)
-    conv_tf32x3_wgmma_kernel(Tf32x3ConvArgs a, const __grid_constant__ CUtensorMap map_hi,
-                             const __grid_constant__ CUtensorMap map_lo, const __grid_constant__ CUtensorMap map_x) {
+    tc_conv_wgmma_kernel(TcConvArgs a, const __grid_constant__ CUtensorMap map_hi,
+                         const __grid_constant__ CUtensorMap map_lo, const __grid_constant__ CUtensorMap map_x) {
   static_assert(!(TR && TA), "activation boxes: forward convolutions only");
 #ifdef SG2_HAVE_WGMMA
-  using C = WgCfg<BN>;
+  using C = WgCfg<BN, OPS>;
   constexpr int R = BN / 2;  // accumulator registers per thread
   constexpr int ESZ = tc_element_bytes(OPS);
   constexpr int kC = tc_chunk_channels(OPS);  // input channels per chunk
@@ -243,7 +126,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t sbase = raw_addr + pad;
 
   const int tid = threadIdx.x;
-  const dev::Tf32x3Tile<TR, ESZ> tl(a, BN);
+  const dev::TcTile<TR, ESZ> tl(a, BN);
   if (tl.m0 >= tl.M) return;  // whole block (phases have different sizes)
   const int n0 = tl.n0, nchunks = tl.nchunks, cbeg = tl.cbeg;
   constexpr int S = C::kStages;
@@ -290,7 +173,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto issue = [&](int stage) {
     if constexpr (!TA) {
       unsigned char* st = smem + stage * C::kStage;
-      float* As = reinterpret_cast<float*>(st + 2 * C::kBBytes) + row * kAP + 4 * seg;
+      float* As = reinterpret_cast<float*>(st + C::kNB * C::kBBytes) + row * kAP + 4 * seg;
       const char* x = static_cast<const char*>(a.x);
       const char* xs = x + size_t(cur_ci) * ESZ + 16 * seg;
 #pragma unroll
@@ -304,7 +187,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       mbar_expect_tx(bar, (OPS == Ops::tf32x3 ? 2 : 1) * C::kBBytes + (TA ? kBM * 128 : 0));
       tma_load_2d(dst, &map_hi, tap_off + cur_ci, n0, bar);
       if constexpr (OPS == Ops::tf32x3) tma_load_2d(dst + C::kBBytes, &map_lo, tap_off + cur_ci, n0, bar);
-      if constexpr (TA) tma_load_4d(dst + 2 * C::kBBytes, &map_x, cur_ci, ox, oy, box_n, bar);
+      if constexpr (TA) tma_load_4d(dst + C::kNB * C::kBBytes, &map_x, cur_ci, ox, oy, box_n, bar);
     }
     cur_ci += kC;
     if (cur_ci == a.Cin) {  // next tap (past the last one: computed, never used)
@@ -316,9 +199,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t4 = lane & 3;
   const int wr = (warp >> 2) * 64 + (warp & 3) * 16;  // the warp's first pixel row in the tile
-  float acc[R], part[R];
+  // tf32x3: each chunk summed from zero in `part`, then added to acc (round to nearest); the other
+  // modes chain every chunk's MMAs into acc (one tensor-core sum over the whole k)
+  constexpr bool kChain = OPS != Ops::tf32x3;
+  static_assert(!FOLD || (kChain && BN <= 128), "folded splits: the chained modes, at most 128 channels");
+  constexpr int kPart = kChain && !FOLD ? 1 : R;  // registers of the partial chain
+  float acc[R], part[kPart];
 #pragma unroll
-  for (int e = 0; e < R; ++e) acc[e] = part[e] = 0.0f;
+  for (int e = 0; e < R; ++e) acc[e] = 0.0f;
+#pragma unroll
+  for (int e = 0; e < kPart; ++e) part[e] = 0.0f;
 
 #pragma unroll
   for (int s = 0; s < S - 2; ++s) {
@@ -327,20 +217,27 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   // Software pipeline, one chunk per step, two register sets for the split activations (x: this
   // chunk's, y: the previous chunk's, still read by its MMAs): wait for chunk c's copies, refill
-  // the stage of chunk c - 2, split chunk c, wait for chunk c - 1's MMAs and add their sum to
-  // acc, then issue chunk c's twelve MMAs without waiting. The tensor cores thus work through
-  // the barrier, the copies and the splitting.
+  // the stage of chunk c - 2, split chunk c, wait for chunk c - 1's MMAs (3xTF32: and add their
+  // sum to acc), then issue chunk c's MMAs without waiting (chained modes: issue, then wait for
+  // chunk c - 1). The tensor cores thus work through the barrier, the copies and the splitting.
   // (first: a compile-time flag, so that the compiler sees every read of the MMAs' registers
   // behind a wait)
   // Waits for the MMAs in flight, keeps the activation registers they read alive until then, and
-  // adds their chunk sum to acc (round to nearest).
+  // adds their chunk sum to acc (round to nearest; 3xTF32).
   auto retire = [&](const auto&... sets) {
-    wg_wait_all();
+    wg_wait<0>();
+    if constexpr (kChain && !FOLD) {
 #pragma unroll
-    for (int e = 0; e < R; ++e) reg_fence(part[e]);
+      for (int e = 0; e < R; ++e) reg_fence(acc[e]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < R; ++e) reg_fence(part[e]);
+    }
     (reg_keep(sets), ...);
+    if constexpr (!kChain) {
 #pragma unroll
-    for (int e = 0; e < R; ++e) acc[e] += part[e];
+      for (int e = 0; e < R; ++e) acc[e] += part[e];
+    }
   };
   auto step = [&](auto first, int c, uint32_t(&xhi)[4][4], uint32_t(&xlo)[4][4], uint32_t(&yhi)[4][4],
                   uint32_t(&ylo)[4][4]) {
@@ -350,7 +247,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (c + S - 2 < nchunks) issue((c + S - 2) % S);
     dev::cp_async_commit();
     const int stage = c % S;
-    const float* at = reinterpret_cast<const float*>(smem + stage * C::kStage + 2 * C::kBBytes);
+    const float* at = reinterpret_cast<const float*>(smem + stage * C::kStage + C::kNB * C::kBBytes);
     if constexpr (TA) {
       // rows of 32 floats, the 16-byte piece q of row r at q ^ (r % 8); rows wr + g and wr + g + 8
       // both have r % 8 == g
@@ -373,34 +270,75 @@ __global__ void __launch_bounds__(kThreads, 1)
         fragment<OPS>(p[8 * kAP + 8 * s + 4], xhi[s][3], xlo[s][3]);
       }
     }
-    if constexpr (!decltype(first)::value) retire(yhi, ylo);  // chunk c - 1
-    const uint32_t bh = sbase + stage * C::kStage, bl = bh + C::kBBytes;
+    const uint32_t bh = sbase + stage * C::kStage;
+    if constexpr (kChain && FOLD) {
+      // the chain of chunk c's split in part: from zero at the split's first chunk, into acc
+      // (round to nearest) after its last
+      const bool split_first = c % tl.per_split == 0,
+                 split_last = c % tl.per_split == tl.per_split - 1 || c == nchunks - 1;
+      int z = split_first ? 0 : 1, one = 1;
+      asm volatile("" : "+r"(z), "+r"(one));
 #pragma unroll
-    for (int e = 0; e < R; ++e) reg_fence(part[e]);
-    wg_fence();
+      for (int e = 0; e < R; ++e) reg_fence(part[e]);
+      wg_fence();
 #pragma unroll
-    for (int s = 0; s < 4; ++s) {  // k step s: 32 bytes into each 128-byte filter row
-      if constexpr (OPS == Ops::tf32x3) {
-        wgmma<BN>(part, xlo[s], smem_desc(bh + 32 * s), s > 0);
-        wgmma<BN>(part, xhi[s], smem_desc(bl + 32 * s), 1);
-        wgmma<BN>(part, xhi[s], smem_desc(bh + 32 * s), 1);
-      } else if constexpr (OPS == Ops::tf32) {
-        wgmma<BN>(part, xhi[s], smem_desc(bh + 32 * s), s > 0);
-      } else {
-        wgmma_f16<BN>(part, xhi[s], smem_desc(bh + 32 * s), s > 0);
+      for (int s = 0; s < 4; ++s) wgmma<BN, OPS == Ops::f16>(part, xhi[s], smem_desc(bh + 32 * s), s > 0 ? one : z);
+      wg_commit();
+      if (split_last) {
+        wg_wait<0>();
+#pragma unroll
+        for (int e = 0; e < R; ++e) reg_fence(part[e]);
+        reg_keep(xhi);
+        reg_keep(yhi);
+#pragma unroll
+        for (int e = 0; e < R; ++e) acc[e] += part[e];
+      } else if constexpr (!decltype(first)::value) {
+        wg_wait<1>();
+#pragma unroll
+        for (int e = 0; e < R; ++e) reg_fence(part[e]);
+        reg_keep(yhi);
       }
+      (void)ylo;
+    } else if constexpr (kChain) {
+#pragma unroll
+      for (int e = 0; e < R; ++e) reg_fence(acc[e]);
+      wg_fence();
+#pragma unroll
+      for (int s = 0; s < 4; ++s)  // k step s: 32 bytes into each 128-byte filter row
+        wgmma<BN, OPS == Ops::f16>(acc, xhi[s], smem_desc(bh + 32 * s), decltype(first)::value ? s > 0 : 1);
+      wg_commit();
+      if constexpr (!decltype(first)::value) {
+        wg_wait<1>();  // chunk c - 1's MMAs are done: its registers (y) and its stage are free
+#pragma unroll
+        for (int e = 0; e < R; ++e) reg_fence(acc[e]);
+        reg_keep(yhi);
+      }
+      (void)ylo;
+    } else {
+      if constexpr (!decltype(first)::value) retire(yhi, ylo);  // chunk c - 1
+#pragma unroll
+      for (int e = 0; e < R; ++e) reg_fence(part[e]);
+      wg_fence();
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {  // k step s: 32 bytes into each 128-byte filter row
+        wgmma<BN, false>(part, xlo[s], smem_desc(bh + 32 * s), s > 0);
+        wgmma<BN, false>(part, xhi[s], smem_desc(bh + C::kBBytes + 32 * s), 1);
+        wgmma<BN, false>(part, xhi[s], smem_desc(bh + 32 * s), 1);
+      }
+      wg_commit();
     }
-    wg_commit();
   };
   uint32_t ahi[4][4], alo[4][4], bhi[4][4], blo[4][4];
-  if (nchunks > 0) step(std::true_type{}, 0, ahi, alo, bhi, blo);
-  int c = 1;
-  for (; c + 1 < nchunks; c += 2) {
-    step(std::false_type{}, c, bhi, blo, ahi, alo);
-    step(std::false_type{}, c + 1, ahi, alo, bhi, blo);
+  if (nchunks > 0) {
+    step(std::true_type{}, 0, ahi, alo, bhi, blo);
+    int c = 1;
+    for (; c + 1 < nchunks; c += 2) {
+      step(std::false_type{}, c, bhi, blo, ahi, alo);
+      step(std::false_type{}, c + 1, ahi, alo, bhi, blo);
+    }
+    if (c < nchunks) step(std::false_type{}, c, bhi, blo, ahi, alo);
+    retire(ahi, alo, bhi, blo);  // the last chunk
   }
-  if (c < nchunks) step(std::false_type{}, c, bhi, blo, ahi, alo);
-  if (nchunks > 0) retire(ahi, alo, bhi, blo);  // the last chunk
   dev::cp_async_wait<0>();
 
   // accumulator e = 4 j + 2 h + {0, 1}: row g + 8 h, columns 8 j + 2 t4 + {0, 1}
@@ -414,7 +352,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       dev::store_pair<ESZ>(a, tl.partial, o + 8 * j, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
   }
 #else
-  // built without sm_90a code: conv2d_tf32x3_wgmma_probe() says false, never launched
+  // built without sm_90a code: tc_conv_wgmma_probe() says false, never launched
   if (threadIdx.x == 0 && blockIdx.x == 0) __trap();
 #endif
 }
@@ -446,13 +384,13 @@ bool probe_device() {
   cudaError_t e = cudaGetLastError();
   if (e == cudaSuccess) e = cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost);
   cudaFree(d);
-  if (e != cudaSuccess) fail(ErrorKind::device, "conv2d_tf32x3: the wgmma probe failed: ", cudaGetErrorString(e));
+  if (e != cudaSuccess) fail(ErrorKind::device, "tc_conv: the wgmma probe failed: ", cudaGetErrorString(e));
   return h == 1;
 }
 
 /// TMA map of a packed filter [Cout, 9 Cin] (fp32): boxes of 32 k x BN rows, 128-byte swizzle
 /// (the layout the kernel's descriptors name).
-CUtensorMap filter_map(const Tf32x3ConvArgs& a, const void* w, int bn) {
+CUtensorMap filter_map(const TcConvArgs& a, const void* w, int bn) {
   CUtensorMap m;
   const int esz = tc_element_bytes(a.operands);
   const cuuint64_t dims[2] = {cuuint64_t(9) * a.Cin, cuuint64_t(a.Cout)};
@@ -463,13 +401,12 @@ CUtensorMap filter_map(const Tf32x3ConvArgs& a, const void* w, int bn) {
   const CUresult r = a.encode_tensor_map(&m, dt, 2, const_cast<void*>(w), dims, strides, box, estr,
                                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                          CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    fail(ErrorKind::device, "conv2d_tf32x3: cuTensorMapEncodeTiled failed (CUresult ", int(r), ")");
+  if (r != CUDA_SUCCESS) fail(ErrorKind::device, "tc_conv: cuTensorMapEncodeTiled failed (CUresult ", int(r), ")");
   return m;
 }
 
 /// TMA map of the activations [N, H, W, Cin] (fp32) with the given box, 128-byte swizzle.
-CUtensorMap act_map(const Tf32x3ConvArgs& a, const uint32_t (&box)[4]) {
+CUtensorMap act_map(const TcConvArgs& a, const uint32_t (&box)[4]) {
   CUtensorMap m;
   const cuuint64_t dims[4] = {cuuint64_t(a.Cin), cuuint64_t(a.W), cuuint64_t(a.H), cuuint64_t(a.N)};
   const int esz = tc_element_bytes(a.operands);
@@ -481,23 +418,26 @@ CUtensorMap act_map(const Tf32x3ConvArgs& a, const uint32_t (&box)[4]) {
                                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                          CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
-    fail(ErrorKind::device, "conv2d_tf32x3: cuTensorMapEncodeTiled (activations) failed (CUresult ", int(r), ")");
+    fail(ErrorKind::device, "tc_conv: cuTensorMapEncodeTiled (activations) failed (CUresult ", int(r), ")");
   return m;
 }
 
 template <int BN, bool TR, bool TA, Ops OPS>
-void launch_t(const Tf32x3ConvArgs& a, dim3 grid, const CUtensorMap& map_x, cudaStream_t stream) {
-  auto* k = conv_tf32x3_wgmma_kernel<BN, TR, TA, OPS>;
-  SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(WgCfg<BN>::kSmem)));
+void launch_t(const TcConvArgs& a, dim3 grid, const CUtensorMap& map_x, cudaStream_t stream) {
+  auto* k = tc_conv_wgmma_kernel<BN, TR, TA, OPS, false>;
+  if constexpr (OPS != Ops::tf32x3 && BN <= 128) {
+    if (a.fold_splits) k = tc_conv_wgmma_kernel<BN, TR, TA, OPS, true>;
+  }
+  SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(WgCfg<BN, OPS>::kSmem)));
   const CUtensorMap hi = filter_map(a, a.w_hi, BN);
   const CUtensorMap lo = OPS == Ops::tf32x3 ? filter_map(a, a.w_lo, BN) : CUtensorMap{};
-  k<<<grid, kThreads, WgCfg<BN>::kSmem, stream>>>(a, hi, lo, map_x);
+  k<<<grid, kThreads, WgCfg<BN, OPS>::kSmem, stream>>>(a, hi, lo, map_x);
 }
 
 template <int BN, Ops OPS>
-void launch_ops(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
+void launch_ops(const TcConvArgs& a, dim3 grid, cudaStream_t stream) {
   uint32_t box[4];
-  if (tf32x3_wgmma_activation_box(a, box)) {
+  if (tc_wgmma_activation_box(a, box)) {
     launch_t<BN, false, true, OPS>(a, grid, act_map(a, box), stream);
   } else {
     CUtensorMap unused{};
@@ -509,23 +449,30 @@ void launch_ops(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
 }
 
 template <int BN>
-void launch_bn(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
-  switch (a.operands) {
-    case Ops::tf32x3:
-      launch_ops<BN, Ops::tf32x3>(a, grid, stream);
-      break;
-    case Ops::tf32:
-      launch_ops<BN, Ops::tf32>(a, grid, stream);
-      break;
-    case Ops::f16:
+void launch_bn(const TcConvArgs& a, dim3 grid, cudaStream_t stream) {
+  if constexpr (BN == 256) {  // the chained modes only (3xTF32 has no registers for 256 columns)
+    if (a.operands == Ops::f16)
       launch_ops<BN, Ops::f16>(a, grid, stream);
-      break;
+    else
+      launch_ops<BN, Ops::tf32>(a, grid, stream);
+  } else {
+    switch (a.operands) {
+      case Ops::tf32x3:
+        launch_ops<BN, Ops::tf32x3>(a, grid, stream);
+        break;
+      case Ops::tf32:
+        launch_ops<BN, Ops::tf32>(a, grid, stream);
+        break;
+      case Ops::f16:
+        launch_ops<BN, Ops::f16>(a, grid, stream);
+        break;
+    }
   }
 }
 
 }  // namespace
 
-bool tf32x3_wgmma_activation_box(const Tf32x3ConvArgs& a, uint32_t (&box)[4]) {
+bool tc_wgmma_activation_box(const TcConvArgs& a, uint32_t (&box)[4]) {
   if (a.transposed || !a.tma_activations) return false;
   box[0] = uint32_t(tc_chunk_channels(a.operands));
   if (a.W <= kBM && kBM % a.W == 0) {
@@ -551,9 +498,9 @@ bool tf32x3_wgmma_activation_box(const Tf32x3ConvArgs& a, uint32_t (&box)[4]) {
   return false;
 }
 
-bool tf32x3_wgmma_probe() { return probe_device(); }
+bool tc_wgmma_probe() { return probe_device(); }
 
-PFN_cuTensorMapEncodeTiled_v12000 tf32x3_tensor_map_encoder() {
+PFN_cuTensorMapEncodeTiled_v12000 tc_tensor_map_encoder() {
   void* p = nullptr;
   cudaDriverEntryPointQueryResult q{};
 #if CUDART_VERSION >= 12050
@@ -563,22 +510,30 @@ PFN_cuTensorMapEncodeTiled_v12000 tf32x3_tensor_map_encoder() {
 #endif
   if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || p == nullptr) {
     cudaGetLastError();
-    fail(ErrorKind::device, "conv2d_tf32x3: the driver has no cuTensorMapEncodeTiled (", cudaGetErrorString(e), ")");
+    fail(ErrorKind::device, "tc_conv: the driver has no cuTensorMapEncodeTiled (", cudaGetErrorString(e), ")");
   }
   return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
 }
 
-int tf32x3_wgmma_bn(const Tf32x3ConvArgs& a) {
+int tc_wgmma_bn(const TcConvArgs& a) {
+  if (a.block_channels > 0) {  // asked for (the kernel runner): where the shape and the mode allow it
+    const bool ok =
+        (a.block_channels == 64 || a.block_channels == 128 || (a.block_channels == 256 && a.operands != Ops::tf32x3)) &&
+        a.Cout % a.block_channels == 0;
+    return ok ? a.block_channels : 0;
+  }
   if (a.Cout % 64 != 0) return 0;
   return a.Cout % 128 == 0 ? 128 : 64;
 }
 
-void conv2d_tf32x3_wgmma(const Tf32x3ConvArgs& a, dim3 grid, int bn, cudaStream_t stream) {
-  if (bn == 128)
+void tc_conv_wgmma(const TcConvArgs& a, dim3 grid, int bn, cudaStream_t stream) {
+  if (bn == 256)
+    launch_bn<256>(a, grid, stream);
+  else if (bn == 128)
     launch_bn<128>(a, grid, stream);
   else
     launch_bn<64>(a, grid, stream);
-  SG2_LAUNCH_CHECK("conv_tf32x3_wgmma_kernel");
+  SG2_LAUNCH_CHECK("tc_conv_wgmma_kernel");
 }
 
 }  // namespace sg2::cuda

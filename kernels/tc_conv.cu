@@ -1,5 +1,5 @@
-// sg2 CUDA kernels: fp32-accurate implicit-GEMM convolution on TF32 tensor cores
-// (conv2d_tf32x3.h).
+// sg2 CUDA kernels: the implicit-GEMM convolution on tensor cores, its mma.sync implementation
+// (sm_80+) and the entry point that dispatches to the wgmma one (tc_conv.h).
 //
 // GEMM view: rows = output pixels (of one phase for the transposed conv), columns = output
 // channels, k = (tap, input channel) in chunks of kBK = 32 channels of one tap. Block tile
@@ -13,20 +13,20 @@
 // split as their fragments are read. Per 32-deep chunk and m16n8 tile: d = 0; for each of its
 // four 8-deep steps d += lo(A) hi(B); d += hi(A) lo(B); d += hi(A) hi(B) on the tensor core; then
 // acc += d in fp32 (round to nearest). Fixed order everywhere.
-// The other operand modes (Tf32x3ConvArgs::Operands) use the same tiles, copies and order: tf32
-// issues only hi(A) hi(B); f16 reads each 32-bit word of the tiles as two fp16 values (a chunk is
-// then 64 channels) and issues one m16n8k16 fp16 MMA per step: the fragments of m16n8k16 sit at the
-// same 32-bit positions as those of m16n8k8 TF32.
+// The other operand modes (TcConvArgs::Operands) use the same tiles, copies and order, and chain
+// every step into acc (no partial sums): tf32 issues only hi(A) hi(B); f16 reads each 32-bit word
+// of the tiles as two fp16 values (a chunk is then 64 channels) and issues one m16n8k16 fp16 MMA
+// per step: the fragments of m16n8k16 sit at the same 32-bit positions as those of m16n8k8 TF32.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
-#include "kernels/conv2d_tf32x3.h"
-#include "kernels/conv2d_tf32x3_sm90.h"
 #include "kernels/conv_taps.cuh"
 #include "kernels/cuda_check.h"
-#include "kernels/tf32x3_device.cuh"
+#include "kernels/tc_conv.h"
+#include "kernels/tc_conv_device.cuh"
+#include "kernels/tc_conv_sm90.h"
 
 namespace sg2::cuda {
 
@@ -37,7 +37,7 @@ constexpr int kLaunchStages = 3;  // pipeline depth of the launched variant
 constexpr int kAP = kBK + 4;      // A row pitch (floats)
 constexpr int kBP = kBK + 4;      // B row pitch
 
-using Ops = Tf32x3ConvArgs::Operands;
+using Ops = TcConvArgs::Operands;
 
 template <int BN, Ops OPS = Ops::tf32x3>
 struct Smem {
@@ -61,12 +61,14 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// TR: the stride-2 transposed conv (4 phases). KCHAIN: 8-deep k steps chained in the tensor core
-// before each fp32 add (1: every step; 4: the
-// whole 32-deep chunk, a quarter of the adds for about twice the truncation error, still at the
-// FMA path's level). kStages: pipeline depth; MINB: resident blocks per SM (register budget).
-template <int BN, int KCHAIN, int kStages, int MINB, bool TR, Ops OPS>
-__global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvArgs a) {
+// TR: the stride-2 transposed conv (4 phases). 3xTF32 chains the four 8-deep steps of a 32-deep
+// chunk in the tensor core before each fp32 add (measured the fastest at the FMA path's accuracy,
+// docs/performance-notes.md session 2); tf32 and fp16 chain the whole k. Three pipeline stages,
+// two resident blocks per SM.
+template <int BN, bool TR, Ops OPS>
+__global__ void __launch_bounds__(kThreads, 2) tc_conv_mma_kernel(TcConvArgs a) {
+  constexpr int kStages = kLaunchStages;
+  constexpr bool kChain = OPS != Ops::tf32x3;  // one tensor-core sum over the whole k
   using S = Smem<BN, OPS>;
   constexpr int ESZ = tc_element_bytes(OPS);
   constexpr int WN = BN / 2;  // channels per warp
@@ -75,7 +77,7 @@ __global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvA
   extern __shared__ __align__(16) float smem[];
 
   const int tid = threadIdx.x;
-  const dev::Tf32x3Tile<TR, ESZ> tl(a, BN);
+  const dev::TcTile<TR, ESZ> tl(a, BN);
   if (tl.m0 >= tl.M) return;  // whole block (phases have different sizes)
   const int n0 = tl.n0, nchunks = tl.nchunks, cbeg = tl.cbeg;
   const char* w_hi = static_cast<const char*>(a.w_hi);
@@ -103,7 +105,7 @@ __global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvA
   const int g = lane >> 2, t4 = lane & 3;
   const int wm = (warp & 3) * 32, wn = (warp >> 2) * WN;
   float acc[MT][NT][4];
-  float part[KCHAIN > 1 ? MT : 1][KCHAIN > 1 ? NT : 1][4];  // KCHAIN > 1: the chained partial sums
+  float part[kChain ? 1 : MT][kChain ? 1 : NT][4];  // 3xTF32: the chunk's partial sums
 #pragma unroll
   for (int i = 0; i < MT; ++i)
 #pragma unroll
@@ -154,25 +156,23 @@ __global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvA
         }
 #pragma unroll
         for (int i = 0; i < MT; ++i) {
-          const int step = ks / 8;
-          float dl[4];
-          float(&d)[4] = KCHAIN > 1 ? part[KCHAIN > 1 ? i : 0][KCHAIN > 1 ? j : 0] : dl;
-          if (step % KCHAIN == 0) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) d[e] = 0.0f;
-          }
           if constexpr (OPS == Ops::tf32x3) {
+            float(&d)[4] = part[i][j];
+            if (ks == 0) {
+#pragma unroll
+              for (int e = 0; e < 4; ++e) d[e] = 0.0f;
+            }
             mma_tf32(d, alo[i], bhi);
             mma_tf32(d, ahi[i], blo);
             mma_tf32(d, ahi[i], bhi);
-          } else if constexpr (OPS == Ops::tf32) {
-            mma_tf32(d, ahi[i], bhi);
-          } else {
-            mma_f16(d, ahi[i], bhi);
-          }
-          if (step % KCHAIN == KCHAIN - 1) {
+            if (ks == kBK - 8) {
 #pragma unroll
-            for (int e = 0; e < 4; ++e) acc[i][j][e] += d[e];
+              for (int e = 0; e < 4; ++e) acc[i][j][e] += d[e];
+            }
+          } else if constexpr (OPS == Ops::tf32) {
+            mma_tf32(acc[i][j], ahi[i], bhi);
+          } else {
+            mma_f16(acc[i][j], ahi[i], bhi);
           }
         }
       }
@@ -199,8 +199,9 @@ __global__ void __launch_bounds__(kThreads, MINB) conv_tf32x3_kernel(Tf32x3ConvA
 template <bool F16>
 __global__ void split_k_sum_kernel(const float4* partial, int64_t n4, int splits, void* y) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n4; i += int64_t(gridDim.x) * blockDim.x) {
-    float4 acc = partial[i];
-    for (int s = 1; s < splits; ++s) {
+    // from zero, in split order: the folded launch (TcConvArgs::fold_splits) adds the same way
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int s = 0; s < splits; ++s) {
       const float4 v = partial[s * n4 + i];
       acc.x += v.x;
       acc.y += v.y;
@@ -217,44 +218,43 @@ __global__ void split_k_sum_kernel(const float4* partial, int64_t n4, int splits
   }
 }
 
-int64_t out_elems(const Tf32x3ConvArgs& a) {
+int64_t out_elems(const TcConvArgs& a) {
   return int64_t(a.N) * (a.transposed ? int64_t(2 * a.H + 1) * (2 * a.W + 1) : int64_t(a.H) * a.W) * a.Cout;
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
-template <int BN, int KCHAIN, int STAGES, int MINB, Ops OPS>
-void launch_v(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
-  constexpr size_t bytes = Smem<BN, OPS>::bytes(STAGES);
+template <int BN, Ops OPS>
+void launch_v(const TcConvArgs& a, dim3 grid, cudaStream_t stream) {
+  constexpr size_t bytes = Smem<BN, OPS>::bytes(kLaunchStages);
   // the transposed conv is a template parameter: no run-time selects in the inner loops
-  auto* k = a.transposed ? conv_tf32x3_kernel<BN, KCHAIN, STAGES, MINB, true, OPS>
-                         : conv_tf32x3_kernel<BN, KCHAIN, STAGES, MINB, false, OPS>;
+  auto* k = a.transposed ? tc_conv_mma_kernel<BN, true, OPS> : tc_conv_mma_kernel<BN, false, OPS>;
   // opt in to more than 48 KiB of dynamic shared memory (a host-side setting; cheap)
   SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
   k<<<grid, kThreads, bytes, stream>>>(a);
 }
 
 template <int BN>
-void launch(const Tf32x3ConvArgs& a, dim3 grid, cudaStream_t stream) {
-  // Chained 32-deep chunks, 3 stages, 2 blocks per SM: the fastest of the variants measured on an
-  // H200 (docs/performance-notes.md, run 7: every-step adds 231 img/s, chunk chains with 4 stages
-  // and 1 block/SM 233, this 242 at ffhq1024-f fp32 batch 32), at the FMA path's accuracy.
+void launch(const TcConvArgs& a, dim3 grid, cudaStream_t stream) {
+  // 3xTF32: chained 32-deep chunks, 3 stages, 2 blocks per SM: the fastest of the variants measured
+  // on an H200 (docs/performance-notes.md, run 7: every-step adds 231 img/s, chunk chains with 4
+  // stages and 1 block/SM 233, this 242 at ffhq1024-f fp32 batch 32), at the FMA path's accuracy.
   switch (a.operands) {
     case Ops::tf32x3:
-      launch_v<BN, 4, kLaunchStages, 2, Ops::tf32x3>(a, grid, stream);
+      launch_v<BN, Ops::tf32x3>(a, grid, stream);
       break;
     case Ops::tf32:
-      launch_v<BN, 4, kLaunchStages, 2, Ops::tf32>(a, grid, stream);
+      launch_v<BN, Ops::tf32>(a, grid, stream);
       break;
     case Ops::f16:
-      launch_v<BN, 4, kLaunchStages, 2, Ops::f16>(a, grid, stream);
+      launch_v<BN, Ops::f16>(a, grid, stream);
       break;
   }
 }
 
 }  // namespace
 
-bool conv2d_tf32x3_shape_ok(const Tf32x3ConvArgs& a) {
+bool tc_conv_shape_ok(const TcConvArgs& a) {
   const int64_t M = int64_t(a.N) * (a.H + 1) * (a.W + 1);
   const int64_t in = int64_t(a.N) * a.H * a.W;
   return a.N > 0 && a.H > 0 && a.W > 0 && a.H < 16384 && a.W < 16384 && a.Cin > 0 &&
@@ -262,39 +262,39 @@ bool conv2d_tf32x3_shape_ok(const Tf32x3ConvArgs& a) {
          in < (int64_t(1) << 31);
 }
 
-bool conv2d_tf32x3_supports(const Tf32x3ConvArgs& a) {
+bool tc_conv_supports(const TcConvArgs& a) {
   const int64_t M = int64_t(a.N) * (a.H + 1) * (a.W + 1);
   const int64_t in = int64_t(a.N) * a.H * a.W;
-  const bool lo_ok = a.operands != Tf32x3ConvArgs::Operands::tf32x3 || (a.w_lo && aligned16(a.w_lo));
-  return conv2d_tf32x3_shape_ok(a) && a.x && a.y && M < (int64_t(1) << 31) - kBM && in < (int64_t(1) << 31) &&
+  const bool lo_ok = a.operands != TcConvArgs::Operands::tf32x3 || (a.w_lo && aligned16(a.w_lo));
+  return tc_conv_shape_ok(a) && a.x && a.y && M < (int64_t(1) << 31) - kBM && in < (int64_t(1) << 31) &&
          aligned16(a.x) && a.w_hi && aligned16(a.w_hi) && lo_ok && aligned16(a.y) && a.splits >= 1 && a.splits <= 32 &&
          (a.splits == 1 || aligned16(a.partial));
 }
 
-bool conv2d_tf32x3_wgmma_probe() { return tf32x3_wgmma_probe(); }
+bool tc_conv_wgmma_probe() { return tc_wgmma_probe(); }
 
-PFN_cuTensorMapEncodeTiled_v12000 conv2d_tf32x3_tensor_map_encoder() { return tf32x3_tensor_map_encoder(); }
+PFN_cuTensorMapEncodeTiled_v12000 tc_conv_tensor_map_encoder() { return tc_tensor_map_encoder(); }
 
-int conv2d_tf32x3_block_channels(const Tf32x3ConvArgs& a, Tf32x3ConvArgs::Impl impl) {
-  if (impl == Tf32x3ConvArgs::Impl::wgmma) return tf32x3_wgmma_bn(a);
+int tc_conv_block_channels(const TcConvArgs& a, TcConvArgs::Impl impl) {
+  if (impl == TcConvArgs::Impl::wgmma) return tc_wgmma_bn(a);
   return a.Cout % 64 == 0 ? 64 : 32;
 }
 
 namespace {
-dim3 grid_of(const Tf32x3ConvArgs& a, int bn) {
+dim3 grid_of(const TcConvArgs& a, int bn) {
   const int64_t M = a.transposed ? int64_t(a.N) * (a.H + 1) * (a.W + 1) : int64_t(a.N) * a.H * a.W;
   return dim3(static_cast<unsigned>((M + kBM - 1) / kBM), static_cast<unsigned>(a.Cout / bn),
               static_cast<unsigned>((a.transposed ? 4 : 1) * a.splits));
 }
 }  // namespace
 
-int conv2d_tf32x3_choose_splits(const Tf32x3ConvArgs& a, int num_sms) {
+int tc_conv_choose_splits(const TcConvArgs& a, int num_sms) {
   // Estimated time in chunk steps: the longest block (max_chunks / s) or the whole work spread
   // over the resident slots, whichever is longer. The transposed conv's phases differ (4, 2, 2
   // and 1 taps), so splitting its heavy phase pays even where the grid already fills the GPU.
-  const int bn = conv2d_tf32x3_block_channels(a, a.impl);
+  const int bn = tc_conv_block_channels(a, a.impl);
   if (bn == 0) return 1;
-  const int resident = a.impl == Tf32x3ConvArgs::Impl::wgmma ? 1 : 2;  // blocks per SM
+  const int resident = a.impl == TcConvArgs::Impl::wgmma ? 1 : 2;  // blocks per SM
   const int cpt = a.Cin / tc_chunk_channels(a.operands);
   int64_t work = 0;  // chunk steps of all blocks
   int max_chunks = 0;
@@ -315,33 +315,53 @@ int conv2d_tf32x3_choose_splits(const Tf32x3ConvArgs& a, int num_sms) {
   return best;
 }
 
-size_t conv2d_tf32x3_smem_bytes(const Tf32x3ConvArgs& a) {
+size_t tc_conv_smem_bytes(const TcConvArgs& a) {
   return a.Cout % 64 == 0 ? Smem<64>::bytes(kLaunchStages) : Smem<32>::bytes(kLaunchStages);
 }
 
-size_t conv2d_tf32x3_workspace(const Tf32x3ConvArgs& a) {
+size_t tc_conv_workspace(const TcConvArgs& a) {
   return a.splits > 1 ? size_t(a.splits) * size_t(out_elems(a)) * sizeof(float) : 0;
 }
 
-void conv2d_tf32x3(const Tf32x3ConvArgs& a, cudaStream_t stream) {
-  if (!conv2d_tf32x3_supports(a)) fail(ErrorKind::internal, "conv2d_tf32x3: unsupported shape");
-  const int bn = conv2d_tf32x3_block_channels(a, a.impl);
-  if (bn == 0 || (a.impl == Tf32x3ConvArgs::Impl::wgmma && a.encode_tensor_map == nullptr))
-    fail(ErrorKind::internal, "conv2d_tf32x3: the wgmma kernel cannot take this shape or has no tensor-map encoder");
-  const dim3 grid = grid_of(a, bn);
-  if (a.impl == Tf32x3ConvArgs::Impl::wgmma) {
-    conv2d_tf32x3_wgmma(a, grid, bn, stream);
+void tc_conv(const TcConvArgs& args, cudaStream_t stream) {
+  if (!tc_conv_supports(args)) fail(ErrorKind::internal, "tc_conv: unsupported shape");
+  TcConvArgs a = args;
+  a.fold_splits = false;
+  const bool wgmma = a.impl == TcConvArgs::Impl::wgmma;
+  const bool chain = a.operands != TcConvArgs::Operands::tf32x3;
+  // Launch-time choices that never change an output's bits (batch invariance): wider blocks, and
+  // the splits of the split-K factor folded into each block, where the grid fills the GPU anyway.
+  if (wgmma && chain && a.block_channels == 0 && a.num_sms > 0 && a.splits == 1 && a.Cout % 256 == 0) {
+    TcConvArgs wide = a;
+    wide.block_channels = 256;
+    const dim3 g = grid_of(wide, 256);
+    if (int64_t(g.x) * g.y * g.z >= 2 * int64_t(a.num_sms)) a.block_channels = 256;
+  }
+  int bn = tc_conv_block_channels(a, a.impl);
+  if (bn == 0 || (wgmma && a.encode_tensor_map == nullptr))
+    fail(ErrorKind::internal, "tc_conv: the wgmma kernel cannot take this shape or has no tensor-map encoder");
+  if (wgmma && chain && a.splits > 1 && bn <= 128 && a.fold != 0) {
+    TcConvArgs one = a;
+    one.splits = 1;
+    const dim3 g = grid_of(one, bn);
+    a.fold_splits = a.fold == 1 || (a.num_sms > 0 && int64_t(g.x) * g.y * g.z >= int64_t(a.num_sms));
+  }
+  TcConvArgs grid_args = a;
+  if (a.fold_splits) grid_args.splits = 1;
+  const dim3 grid = grid_of(grid_args, bn);
+  if (wgmma) {
+    tc_conv_wgmma(a, grid, bn, stream);
   } else {
     if (bn == 64)
       launch<64>(a, grid, stream);
     else
       launch<32>(a, grid, stream);
-    SG2_LAUNCH_CHECK("conv_tf32x3_kernel");
+    SG2_LAUNCH_CHECK("tc_conv_mma_kernel");
   }
-  if (a.splits > 1) {
+  if (a.splits > 1 && !a.fold_splits) {
     const int64_t n4 = out_elems(a) / 4;
     const int blocks = static_cast<int>(std::min<int64_t>((n4 + 255) / 256, 1024));
-    if (a.operands == Tf32x3ConvArgs::Operands::f16)
+    if (a.operands == TcConvArgs::Operands::f16)
       split_k_sum_kernel<true>
           <<<blocks, 256, 0, stream>>>(reinterpret_cast<const float4*>(a.partial), n4, a.splits, a.y);
     else

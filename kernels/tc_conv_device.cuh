@@ -1,13 +1,13 @@
 // sg2 CUDA kernels: device helpers shared by the two 3xTF32 convolution kernels
-// (kernels/conv2d_tf32x3.cu: mma.sync; kernels/conv2d_tf32x3_sm90.cu: wgmma). Device code only.
+// (kernels/tc_conv.cu: mma.sync; kernels/tc_conv_sm90.cu: wgmma). Device code only.
 #pragma once
 
 #include <cuda_fp16.h>
 
 #include <cstdint>
 
-#include "kernels/conv2d_tf32x3.h"
 #include "kernels/conv_taps.cuh"
+#include "kernels/tc_conv.h"
 
 namespace sg2::cuda::dev {
 
@@ -24,7 +24,7 @@ __device__ __forceinline__ void tf32_split(float v, uint32_t& hi, uint32_t& lo) 
 /// Stores two adjacent outputs at element offset o: into the split's fp32 partial output when
 /// there is one, else into y, as fp32 (ESZ 4) or fp16 (ESZ 2, rounded to nearest).
 template <int ESZ>
-__device__ __forceinline__ void store_pair(const Tf32x3ConvArgs& a, float* partial, size_t o, float v0, float v1) {
+__device__ __forceinline__ void store_pair(const TcConvArgs& a, float* partial, size_t o, float v0, float v1) {
   if (partial != nullptr) {
     *reinterpret_cast<float2*>(partial + o) = make_float2(v0, v1);
   } else if constexpr (ESZ == 2) {
@@ -52,14 +52,15 @@ __device__ __forceinline__ void cp_async_wait() {
 /// threads, 4 per thread per chunk, pixels (tid >> 3) + 32 j, 16-byte segment tid & 7, zero-filled
 /// outside the image.
 template <bool TR, int ESZ = 4>
-struct Tf32x3Tile {
+struct TcTile {
   static constexpr int kBM = 128, kBK = 128 / ESZ;  // kBK: channels per chunk
   int py, px, Wo, HWo, M, m0, n0, nx, cpt, cbeg, nchunks;
+  int per_split;   // split-K: chunks per split (the last may have fewer)
   float* partial;  // split-K: this split's fp32 partial output; null: the kernel writes y
   int apix[4];     // the sample's first input pixel n*H*W; the tap adds (y + dy) * W + (x + dx)
   int ayx[4];      // y << 16 | x of the output pixel (y = -20000 past the last pixel: never inside)
 
-  __device__ Tf32x3Tile(const Tf32x3ConvArgs& a, int BN) {
+  __device__ TcTile(const TcConvArgs& a, int BN) {
     const int phases = TR ? 4 : 1;
     const int phase = int(blockIdx.z) % phases, split_k = int(blockIdx.z) / phases;
     py = phase >> 1;
@@ -74,13 +75,21 @@ struct Tf32x3Tile {
     nx = TR ? (px ? 1 : 2) : 3;
     cpt = a.Cin / kBK;  // chunks per tap
     const int all_chunks = ny * nx * cpt;
-    // split-K: this block sums chunks [cbeg, cbeg + nchunks) into its own partial output
-    const int per_split = (all_chunks + a.splits - 1) / a.splits;
-    cbeg = min(all_chunks, split_k * per_split);
-    nchunks = min(all_chunks, cbeg + per_split) - cbeg;
-    partial = a.splits > 1
-                  ? a.partial + size_t(split_k) * a.N * (TR ? (2 * a.H + 1) * (2 * a.W + 1) : a.H * a.W) * a.Cout
-                  : nullptr;
+    // split-K: this block sums chunks [cbeg, cbeg + nchunks) into its own partial output; folded
+    // (a.fold_splits): all of them, split after split, adding each split's sum into y's value in
+    // the same order as the partials' sum kernel
+    per_split = (all_chunks + a.splits - 1) / a.splits;
+    if (a.fold_splits) {
+      cbeg = 0;
+      nchunks = all_chunks;
+      partial = nullptr;
+    } else {
+      cbeg = min(all_chunks, split_k * per_split);
+      nchunks = min(all_chunks, cbeg + per_split) - cbeg;
+      partial = a.splits > 1
+                    ? a.partial + size_t(split_k) * a.N * (TR ? (2 * a.H + 1) * (2 * a.W + 1) : a.H * a.W) * a.Cout
+                    : nullptr;
+    }
     const int tid = threadIdx.x;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -103,7 +112,7 @@ struct Tf32x3Tile {
     return conv_tap(TR, t, py, px, nx);
   }
   /// cp.async the activations of chunk c into As ([128 pixels][pitch 32-bit words]).
-  __device__ void issue_a(const Tf32x3ConvArgs& a, const ConvTap& tp, int ci0, float* As, int pitch) const {
+  __device__ void issue_a(const TcConvArgs& a, const ConvTap& tp, int ci0, float* As, int pitch) const {
     const int tid = threadIdx.x, seg = tid & 7;
     const char* x = static_cast<const char*>(a.x);
 #pragma unroll
@@ -115,7 +124,7 @@ struct Tf32x3Tile {
     }
   }
   /// Offset of GEMM row m's first channel in yout.
-  __device__ size_t out_offset(const Tf32x3ConvArgs& a, int m) const {
+  __device__ size_t out_offset(const TcConvArgs& a, int m) const {
     if (!TR) return size_t(m) * a.Cout;
     const int n = m / HWo, r = m - n * HWo, oy = r / Wo, ox = r - oy * Wo;
     return ((size_t(n) * (2 * a.H + 1) + 2 * oy + py) * (2 * a.W + 1) + 2 * ox + px) * a.Cout;

@@ -1,0 +1,63 @@
+// sg2 CUDA kernels: the stride-2 transposed 3x3 convolution (the up-sampling conv0) as one
+// tensor-core GEMM per tile of input cells, on Hopper's warpgroup MMA (kernels/tc_tconv_sm90.cu,
+// compiled for sm_90a only). Same function as tc_conv's transposed mode (kernels/tc_conv.h; CPU
+// reference kernels/ref/modulated_conv2d.h conv_transpose2d_stride2 with shared weights):
+//   y[n, 2a + ky, 2b + kx, o] += x[n, a, b, i] * w[i, ky, kx, o],  y [N, 2H + 1, 2W + 1, Cout]
+//
+// GEMM view: a cell (i, j), 0 <= i <= H, 0 <= j <= W, owns the four outputs (2i + py, 2j + px)
+// (the phases P = 2 py + px, where inside the output) and reads the 2 x 2 input neighbourhood
+// x[i - di, j - dj]. Phase by phase, with tap t = 3 ky + kx:
+//   P0 = x[i,j] w0 + x[i,j-1] w2 + x[i-1,j] w6 + x[i-1,j-1] w8     P1 = x[i,j] w1 + x[i-1,j] w7
+//   P2 = x[i,j] w3 + x[i,j-1] w5                                     P3 = x[i,j] w4
+// so one block computes a tile of up to 128 cells x 4 phases x `bnc` output channels: nine MMAs
+// per 16-deep (fp16) or 8-deep (tf32) step, no zero blocks. The tile is a rectangle of TH x TW
+// cells whose (TH + 1) x (TW + 1) input halo comes by one TMA copy per chunk of 128 bytes of
+// channels (zero-filled outside the image); each warp reads its four neighbour fragments from that
+// halo with ldmatrix (wgmma's A from registers), the filter of the chunk (9 taps x bnc rows) by
+// TMA into 128-byte-swizzled shared memory (wgmma's B by descriptor). Persistent blocks walk the
+// (tile, channel tile) items with a producer warp running the copies ahead across items, so the
+// pipeline stays full even where a tile has one chunk (b1024.conv0: 64 input channels).
+//
+// Arithmetic: fp16 operands (or TF32: x truncated, w rounded to nearest by tf32x3_pack_weights),
+// one fp32 accumulator chain per output over the whole k (chunks, then steps, then the taps of a
+// phase in the order above), fixed by the layer's shape alone: batch-invariant by construction
+// (the tile shape depends on H and W only). Not float32-accurate (no 3xTF32 mode: tc_conv does that).
+#pragma once
+
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled (a type only: sg2 does not link libcuda)
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+namespace sg2::cuda {
+
+struct TcTconvArgs {
+  enum class Operands { tf32, f16 };
+  Operands operands = Operands::f16;
+  int N = 0, H = 0, W = 0;  // input size
+  int Cin = 0, Cout = 0;
+  const void* x = nullptr;  // [N, H, W, Cin] fp16 or fp32
+  const void* w = nullptr;  // tc_tconv_pack_weights' layout, fp16 or fp32 (TF32-rounded)
+  void* y = nullptr;        // [N, 2H + 1, 2W + 1, Cout], fp16 or fp32
+  int num_sms = 0;          // persistent blocks: at most one per SM
+  PFN_cuTensorMapEncodeTiled_v12000 encode_tensor_map = nullptr;  // tc_conv_tensor_map_encoder()
+};
+
+/// Output channels per phase of a block: 64 where Cout % 64 == 0, else 32.
+int tc_tconv_phase_channels(int cout);
+/// Host: the filter in the kernel's layout. w is the transposed conv's device filter
+/// [Cin, 3, 3, Cout]; out (Cin * 9 * Cout values) is [Cout / bnc][9 taps][bnc][Cin] with bnc =
+/// tc_tconv_phase_channels(cout): per channel tile, the taps' rows one after another.
+void tc_tconv_pack_weights(const float* w, int cin, int cout, float* out);
+/// The tile of cells (rows, columns; rows * cols <= 128) for an H x W input: the fewest tiles
+/// over the (H + 1) x (W + 1) cells. Host only.
+void tc_tconv_tile(int H, int W, int* rows, int* cols);
+/// The shape alone: Cin a multiple of 64 (fp16) or 32 (tf32), Cout of 32, sizes in range.
+bool tc_tconv_shape_ok(const TcTconvArgs& a);
+/// Shape, buffers (non-null, 16-byte aligned), num_sms > 0 and the encoder.
+bool tc_tconv_supports(const TcTconvArgs& a);
+/// y = conv_transpose(x, w) (above). Needs an sm_90 device and sm_90a code (DeviceCaps::wgmma);
+/// throws Error(internal) for unsupported arguments.
+void tc_tconv(const TcTconvArgs& a, cudaStream_t stream);
+
+}  // namespace sg2::cuda

@@ -1,0 +1,456 @@
+// sg2 CUDA kernels: the stride-2 transposed convolution as one tensor-core GEMM per tile of cells,
+// on Hopper (tc_tconv.h); compiled for sm_90a only (CMakeLists.txt), the host parts for any target.
+//
+// A block is 384 threads: two consumer warpgroups (warps 0-7; warp w owns the tile's cells
+// 16 w .. 16 w + 15, the rows of its MMAs) and a producer warpgroup (one lane issues the copies),
+// which gives its registers to the consumers (setmaxnreg: 40 for the producer, 232 for the MMAs'
+// 128 accumulators and two fragment sets).
+// Per chunk of 128 bytes of input channels (64 fp16 or 32 fp32), stage s of the ring holds
+//   B: the chunk's filter, 9 taps x bnc rows of 128 bytes (three TMA boxes of 3 taps), 128-byte
+//      swizzled: the tensor cores read tap t's rows by descriptor;
+//   A: the (TH + 1) x (TW + 1) input pixels around the tile (one 4-D TMA box at (i0 - 1, j0 - 1),
+//      zero-filled outside the image), row r = y (TW + 1) + x of 128 bytes, 128-byte swizzled.
+// Per 16-deep (fp16) or 8-deep (tf32) step, each warp loads the fragments of its 16 cells' four
+// neighbours x[i - di, j - dj] with one ldmatrix.x4 each (any cell shape: every lane addresses its
+// own halo row), then the warpgroup issues nine m64n{bnc} MMAs, one per tap, into the four phase
+// accumulators (the same shape throughout, so the hardware orders MMAs on one accumulator):
+//   P0 += n00 w0, P1 += n00 w1, P2 += n00 w3, P3 += n00 w4, P0 += n01 w2, P2 += n01 w5,
+//   P0 += n10 w6, P1 += n10 w7, P0 += n11 w8.
+// Two register sets for the fragments: step s's MMAs run while step s + 1 loads; after committing a
+// step the warpgroup waits for the previous one, and releases a chunk's stage (mbarrier `empty`)
+// once its last step has completed. The producer fills stages ahead across work items (tile x
+// channel tile, walked by persistent blocks), so a one-chunk tile (Cin = 64) never drains the ring.
+// Epilogue: fp16 through a per-warp staging buffer (stmatrix, then 16-byte coalesced stores);
+// fp32 (tf32 mode) as 8-byte stores.
+#include <cuda.h>          // CUtensorMap and its enums
+#include <cudaTypedefs.h>  // the encoder's type
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/cuda_check.h"
+#include "kernels/sm90_ops.cuh"
+#include "kernels/tc_tconv.h"
+
+namespace sg2::cuda {
+
+namespace {
+
+using Ops = TcTconvArgs::Operands;
+constexpr int kThreads = 384;   // two consumer warpgroups and the producer warpgroup
+constexpr int kMaxCells = 128;  // cells per tile (the MMAs' 128 rows)
+constexpr int kMaxHalo = 192;   // (TH + 1) (TW + 1) halo rows, at most
+
+template <int BNC>
+struct Cfg {
+  // two stages of 96 KiB (bnc 64) or three of 60 KiB (bnc 32)
+  static constexpr int kStages = BNC == 64 ? 2 : 3;
+  static constexpr int kBBytes = 9 * BNC * 128;  // the chunk's filter: 9 taps x bnc rows (a multiple of 1024)
+  static constexpr int kABytes = kMaxHalo * 128;
+  static constexpr int kStage = kBBytes + kABytes;
+  static constexpr int kWarpOut = 16 * BNC * 2;  // a warp's fp16 staging: 16 cells x bnc channels
+  static constexpr size_t kOut = size_t(kStages) * kStage;
+  static constexpr size_t kBars = kOut + size_t(8) * kWarpOut;
+  static constexpr size_t kSmem = kBars + 16 * kStages + 1024;  // + room to align the base
+  static_assert(kStage % 1024 == 0 && kBBytes % 1024 == 0, "tiles must stay 1024-byte aligned (128-byte swizzle)");
+};
+
+/// The tile grid of one launch (host-computed; the kernel's view of tc_tconv_tile).
+struct Geom {
+  int th, tw;            // cells per tile: rows, columns
+  int tiles_x, tiles_y;  // tiles per image
+  int ct;                // channel tiles (Cout / bnc)
+  int items;             // N * tiles_y * tiles_x * ct
+  int nchunks;           // Cin / channels per chunk
+  int halo_bytes;        // (th + 1) (tw + 1) 128
+};
+
+struct Item {
+  int n, i0, j0, ct;
+};
+__device__ __forceinline__ Item decode(const Geom& g, int item) {
+  Item it;
+  it.ct = item % g.ct;
+  int t = item / g.ct;
+  const int tx = t % g.tiles_x;
+  t /= g.tiles_x;
+  const int ty = t % g.tiles_y;
+  it.n = t / g.tiles_y;
+  it.i0 = ty * g.th;
+  it.j0 = tx * g.tw;
+  return it;
+}
+
+#ifdef SG2_HAVE_WGMMA
+using namespace sm90;
+
+template <int BNC, bool F16>
+__device__ __forceinline__ void mma(float (&d)[BNC / 2], const uint32_t (&a)[4], uint64_t desc, int scale_d) {
+  if constexpr (F16) {
+    if constexpr (BNC == 64)
+      wgmma_f16_n64(d, a, desc, scale_d);
+    else
+      wgmma_f16_n32(d, a, desc, scale_d);
+  } else {
+    if constexpr (BNC == 64)
+      wgmma_tf32_n64(d, a, desc, scale_d);
+    else
+      wgmma_tf32_n32(d, a, desc, scale_d);
+  }
+}
+
+/// Keeps a set of A fragments alive (unmodified) up to here: the MMAs read them asynchronously.
+__device__ __forceinline__ void reg_keep(const uint32_t (&r)[4][4]) {
+#pragma unroll
+  for (int n = 0; n < 4; ++n)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) asm volatile("" ::"r"(r[n][i]) : "memory");
+}
+
+__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+#endif  // SG2_HAVE_WGMMA
+
+#ifdef SG2_HAVE_WGMMA
+/// The consumer warpgroups' loop (tc_tconv_kernel).
+template <int BNC, Ops OPS>
+__device__ __forceinline__ void consume(const TcTconvArgs& a, const Geom& gm, uint32_t sbase, uint32_t full,
+                                        uint32_t empty, int warp, int lane) {
+  using C = Cfg<BNC>;
+  constexpr int S = C::kStages;
+  constexpr bool F16 = OPS == Ops::f16;
+  constexpr int R = BNC / 2;
+  constexpr uint32_t kTap = BNC * 128;
+  // this lane's ldmatrix row (cell) and its four neighbours' halo rows
+  const int g = lane >> 2, t4 = lane & 3;
+  const int wrow = warp * 16;  // the warp's first cell of the tile
+  const int cells = gm.th * gm.tw;
+  int lm = wrow + (lane & 7) + 8 * ((lane >> 3) & 1);
+  if (lm >= cells) lm = 0;  // rows past the tile: any halo row (their outputs are dropped)
+  const int lr = lm / gm.tw, lc = lm - lr * gm.tw;
+  uint32_t nb_off[4], nb_key[4];  // neighbours (di, dj) = (0, 0), (0, 1), (1, 0), (1, 1)
+#pragma unroll
+  for (int nb = 0; nb < 4; ++nb) {
+    const int hp = (lr + 1 - (nb >> 1)) * (gm.tw + 1) + (lc + 1 - (nb & 1));
+    nb_off[nb] = uint32_t(hp) * 128;
+    nb_key[nb] = uint32_t(hp & 7);
+  }
+  const uint32_t half = uint32_t(lane >> 4);  // matrices 2, 3: the second 16 bytes of the step
+
+  float acc[4][R];
+#pragma unroll
+  for (int p = 0; p < 4; ++p)
+#pragma unroll
+    for (int e = 0; e < R; ++e) acc[p][e] = 0.0f;
+  uint32_t fa[4][4], fb[4][4];  // the two fragment sets (even and odd steps)
+#pragma unroll
+  for (int nb = 0; nb < 4; ++nb)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) fa[nb][i] = fb[nb][i] = 0;
+  auto release = [&](int stage) {
+    __syncwarp();
+    if (lane == 0) mbar_arrive(empty + 8 * stage);
+  };
+  // The four neighbours' fragments of step s (16 or 8 deep) of the chunk in stage `st`.
+  auto load = [&](uint32_t(&f)[4][4], uint32_t st, int s) {
+    const uint32_t at = st + C::kBBytes;
+#pragma unroll
+    for (int nb = 0; nb < 4; ++nb) {
+      ldmatrix_x4(f[nb], at + nb_off[nb] + ((((2 * uint32_t(s)) + half) ^ nb_key[nb]) << 4));
+      if constexpr (!F16) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) f[nb][i] &= 0xffffe000u;  // TF32: truncated, as tc_conv's tf32 mode
+      }
+    }
+  };
+  // The nine MMAs of step s of the chunk in `st` on the fragments `cur`, committed as one group.
+  auto mmas = [&](uint32_t st, int s, int zero_first, const uint32_t(&cur)[4][4]) {
+    // the nine taps' descriptors and the scales, defined before the group (no other instruction
+    // may define a wgmma's inputs inside its pipeline stage: ptxas would serialize the MMAs)
+    const uint32_t bt = st + 32 * uint32_t(s);  // tap t's rows at bt + t kTap
+    uint64_t d[9];
+#pragma unroll
+    for (int t = 0; t < 9; ++t) {
+      d[t] = smem_desc(bt + uint32_t(t) * kTap);
+      asm volatile("" : "+l"(d[t]));
+    }
+    int z = zero_first, one = 1;
+    asm volatile("" : "+r"(z), "+r"(one));
+#pragma unroll
+    for (int p = 0; p < 4; ++p)
+#pragma unroll
+      for (int e = 0; e < R; ++e) reg_fence(acc[p][e]);
+    wg_fence();
+    mma<BNC, F16>(acc[0], cur[0], d[0], z);
+    mma<BNC, F16>(acc[1], cur[0], d[1], z);
+    mma<BNC, F16>(acc[2], cur[0], d[3], z);
+    mma<BNC, F16>(acc[3], cur[0], d[4], z);
+    mma<BNC, F16>(acc[0], cur[1], d[2], one);
+    mma<BNC, F16>(acc[2], cur[1], d[5], one);
+    mma<BNC, F16>(acc[0], cur[2], d[6], one);
+    mma<BNC, F16>(acc[1], cur[2], d[7], one);
+    mma<BNC, F16>(acc[0], cur[3], d[8], one);
+    wg_commit();
+  };
+  // Waits for the group in flight; its fragments `cur` stay untouched until then.
+  auto retire = [&](const uint32_t(&cur)[4][4]) {
+    wg_wait<0>();
+#pragma unroll
+    for (int p = 0; p < 4; ++p)
+#pragma unroll
+      for (int e = 0; e < R; ++e) reg_fence(acc[p][e]);
+    reg_keep(cur);
+  };
+
+  // Per step: the MMAs on one fragment set while the other loads the next step (the next chunk's
+  // first after waiting for its copies), then wait. The two consumer warpgroups fill each other's
+  // gaps on the tensor cores.
+  int stage = 0;
+  uint32_t phase = 0;
+  for (int item = blockIdx.x; item < gm.items; item += gridDim.x) {
+    const Item it = decode(gm, item);
+    mbar_wait(full + 8 * stage, phase);  // the item's first chunk is in
+    load(fa, sbase + uint32_t(stage) * C::kStage, 0);
+    for (int c = 0; c < gm.nchunks; ++c) {
+      const uint32_t st = sbase + uint32_t(stage) * C::kStage;
+      const int next = stage + 1 == S ? 0 : stage + 1;
+      const uint32_t next_phase = stage + 1 == S ? phase ^ 1 : phase;
+      mmas(st, 0, c > 0 ? 1 : 0, fa);
+      load(fb, st, 1);
+      retire(fa);
+      mmas(st, 1, 1, fb);
+      load(fa, st, 2);
+      retire(fb);
+      mmas(st, 2, 1, fa);
+      load(fb, st, 3);
+      retire(fa);
+      mmas(st, 3, 1, fb);  // four 32-byte steps: 16-deep (fp16) or 8-deep (tf32)
+      if (c + 1 < gm.nchunks) {
+        mbar_wait(full + 8 * next, next_phase);
+        load(fa, sbase + uint32_t(next) * C::kStage, 0);
+      }
+      retire(fb);
+      release(stage);  // every MMA that read this stage has completed
+      stage = next;
+      phase = next_phase;
+    }
+
+    // epilogue: the four phases of the warp's 16 cells
+    const int H = a.H, W = a.W, OW = 2 * W + 1;
+    const size_t chan0 = size_t(it.ct) * BNC;
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      const int py = p >> 1, px = p & 1;
+      if constexpr (F16) {
+        constexpr int kRowBytes = BNC * 2, kPieces = kRowBytes / 16;
+        const uint32_t out = sbase + uint32_t(C::kOut) + uint32_t(warp) * C::kWarpOut;
+        auto swz = [](int row) { return kPieces == 8 ? (row & 7) : ((row >> 1) & 3); };
+        const int srow = (lane & 7) + 8 * ((lane >> 3) & 1);
+#pragma unroll
+        for (int jj = 0; jj < BNC / 16; ++jj) {
+          const uint32_t r[4] = {
+              pack_half2(acc[p][8 * jj], acc[p][8 * jj + 1]), pack_half2(acc[p][8 * jj + 2], acc[p][8 * jj + 3]),
+              pack_half2(acc[p][8 * jj + 4], acc[p][8 * jj + 5]), pack_half2(acc[p][8 * jj + 6], acc[p][8 * jj + 7])};
+          const int piece = 2 * jj + (lane >> 4);
+          stmatrix_x4(out + uint32_t(srow * kRowBytes + ((piece ^ swz(srow)) << 4)), r);
+        }
+        __syncwarp();
+#pragma unroll
+        for (int v = lane; v < 16 * kPieces; v += 32) {
+          const int row = v / kPieces, piece = v - row * kPieces;
+          uint4 val;
+          asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                       : "=r"(val.x), "=r"(val.y), "=r"(val.z), "=r"(val.w)
+                       : "r"(out + uint32_t(row * kRowBytes + ((piece ^ swz(row)) << 4))));
+          const int m = wrow + row, rr = m / gm.tw, cc = m - rr * gm.tw;
+          const int i = it.i0 + rr, j = it.j0 + cc;
+          if (m < cells && i <= H && j <= W && (py == 0 || i < H) && (px == 0 || j < W)) {
+            const size_t pix = (size_t(it.n) * (2 * H + 1) + size_t(2 * i + py)) * OW + size_t(2 * j + px);
+            *reinterpret_cast<uint4*>(static_cast<__half*>(a.y) + pix * a.Cout + chan0 + piece * 8) = val;
+          }
+        }
+        __syncwarp();
+      } else {
+        // acc[p][4 jb + 2 h + v]: cell wrow + g + 8 h, channel 8 jb + 2 t4 + v
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int m = wrow + g + 8 * h, rr = m / gm.tw, cc = m - rr * gm.tw;
+          const int i = it.i0 + rr, j = it.j0 + cc;
+          if (m >= cells || i > H || j > W || (py == 1 && i == H) || (px == 1 && j == W)) continue;
+          const size_t pix = (size_t(it.n) * (2 * H + 1) + size_t(2 * i + py)) * OW + size_t(2 * j + px);
+          float* o = static_cast<float*>(a.y) + pix * a.Cout + chan0 + 2 * t4;
+#pragma unroll
+          for (int jb = 0; jb < BNC / 8; ++jb)
+            *reinterpret_cast<float2*>(o + 8 * jb) = make_float2(acc[p][4 * jb + 2 * h], acc[p][4 * jb + 2 * h + 1]);
+        }
+      }
+    }
+  }
+}
+#endif  // SG2_HAVE_WGMMA
+
+template <int BNC, Ops OPS>
+__global__ void __launch_bounds__(kThreads, 1)
+    tc_tconv_kernel(TcTconvArgs a, Geom gm, const __grid_constant__ CUtensorMap map_x,
+                    const __grid_constant__ CUtensorMap map_w) {
+#ifdef SG2_HAVE_WGMMA
+  using C = Cfg<BNC>;
+  constexpr int S = C::kStages;
+  constexpr bool F16 = OPS == Ops::f16;
+  constexpr int kC = F16 ? 64 : 32;  // input channels per chunk (128 bytes)
+  constexpr uint32_t kTap = BNC * 128;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const uint32_t raw_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  const uint32_t sbase = raw_addr + ((1024u - (raw_addr & 1023u)) & 1023u);
+  const uint32_t full = sbase + uint32_t(C::kBars), empty = full + 8 * S;  // stage s: + 8 s
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      mbar_init(full + 8 * s, 1);
+      mbar_init(empty + 8 * s, 8);  // one arrival per consumer warp
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (warp >= 8) {  // the producer warpgroup: one lane issues every copy, stages in ring order
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    if (warp == 8 && lane == 0) {
+      int stage = 0;
+      uint32_t phase = 0;
+      for (int item = blockIdx.x; item < gm.items; item += gridDim.x) {
+        const Item it = decode(gm, item);
+        for (int c = 0; c < gm.nchunks; ++c) {
+          mbar_wait(empty + 8 * stage, phase ^ 1);  // the consumers are done with this stage
+          const uint32_t bar = full + 8 * stage, st = sbase + uint32_t(stage) * C::kStage;
+          mbar_expect_tx(bar, uint32_t(C::kBBytes + gm.halo_bytes));
+          tma_load_4d(st + C::kBBytes, &map_x, c * kC, it.j0 - 1, it.i0 - 1, it.n, bar);
+#pragma unroll
+          for (int b = 0; b < 3; ++b) tma_load_2d(st + b * 3 * kTap, &map_w, c * kC, (it.ct * 9 + 3 * b) * BNC, bar);
+          if (++stage == S) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+    consume<BNC, OPS>(a, gm, sbase, full, empty, warp, lane);
+  }
+#else
+  // built without sm_90a code: DeviceCaps::wgmma is false and the engine never launches it
+  (void)a;
+  (void)gm;
+  if (threadIdx.x == 0 && blockIdx.x == 0) __trap();
+#endif
+}
+
+int esz(const TcTconvArgs& a) { return a.operands == Ops::f16 ? 2 : 4; }
+int chunk_channels(const TcTconvArgs& a) { return a.operands == Ops::f16 ? 64 : 32; }
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+CUtensorMap encode(const TcTconvArgs& a, int rank, const void* base, const cuuint64_t* dims, const cuuint64_t* strides,
+                   const cuuint32_t* box, const char* what) {
+  CUtensorMap m;
+  const cuuint32_t estr[4] = {1, 1, 1, 1};
+  const CUtensorMapDataType dt = esz(a) == 2 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  const CUresult r = a.encode_tensor_map(&m, dt, cuuint32_t(rank), const_cast<void*>(base), dims, strides, box, estr,
+                                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                         CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    fail(ErrorKind::device, "tc_tconv: cuTensorMapEncodeTiled (", what, ") failed (CUresult ", int(r), ")");
+  return m;
+}
+
+template <int BNC, Ops OPS>
+void launch(const TcTconvArgs& a, const Geom& g, cudaStream_t stream) {
+  const int bnc = BNC;
+  const cuuint64_t px = cuuint64_t(a.Cin) * esz(a);
+  const cuuint64_t xdims[4] = {cuuint64_t(a.Cin), cuuint64_t(a.W), cuuint64_t(a.H), cuuint64_t(a.N)};
+  const cuuint64_t xstrides[3] = {px, px * a.W, px * a.W * a.H};
+  const cuuint32_t xbox[4] = {cuuint32_t(chunk_channels(a)), cuuint32_t(g.tw + 1), cuuint32_t(g.th + 1), 1};
+  const CUtensorMap mx = encode(a, 4, a.x, xdims, xstrides, xbox, "activations");
+  const cuuint64_t wdims[2] = {cuuint64_t(a.Cin), cuuint64_t(9) * a.Cout};
+  const cuuint64_t wstrides[1] = {px};
+  const cuuint32_t wbox[2] = {cuuint32_t(chunk_channels(a)), cuuint32_t(3 * bnc)};
+  const CUtensorMap mw = encode(a, 2, a.w, wdims, wstrides, wbox, "filter");
+  auto* k = tc_tconv_kernel<BNC, OPS>;
+  SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Cfg<BNC>::kSmem)));
+  const int grid = std::max(1, std::min(g.items, a.num_sms));
+  k<<<grid, kThreads, Cfg<BNC>::kSmem, stream>>>(a, g, mx, mw);
+}
+
+}  // namespace
+
+int tc_tconv_phase_channels(int cout) { return cout % 64 == 0 ? 64 : 32; }
+
+void tc_tconv_pack_weights(const float* w, int cin, int cout, float* out) {
+  const int bnc = tc_tconv_phase_channels(cout);
+  for (int ct = 0; ct < cout / bnc; ++ct)
+    for (int t = 0; t < 9; ++t)
+      for (int o = 0; o < bnc; ++o)
+        for (int i = 0; i < cin; ++i)
+          out[((size_t(ct) * 9 + t) * bnc + o) * cin + i] = w[(size_t(i) * 9 + t) * cout + size_t(ct) * bnc + o];
+}
+
+void tc_tconv_tile(int H, int W, int* rows, int* cols) {
+  // the fewest tiles over the (H + 1) x (W + 1) cells; ties: the wider tile (longer output rows)
+  int best_r = 1, best_c = 1;
+  int64_t best_tiles = -1;
+  for (int r = 1; r <= std::min(kMaxCells, H + 1); ++r) {
+    const int c = std::min({kMaxCells / r, W + 1, kMaxHalo / (r + 1) - 1});
+    if (c < 1) break;
+    const int64_t tiles = int64_t((H + r) / r) * ((W + c) / c);
+    if (best_tiles < 0 || tiles < best_tiles) {
+      best_r = r;
+      best_c = c;
+      best_tiles = tiles;
+    }
+  }
+  *rows = best_r;
+  *cols = best_c;
+}
+
+bool tc_tconv_shape_ok(const TcTconvArgs& a) {
+  return a.N > 0 && a.H > 0 && a.W > 0 && a.H < 32768 && a.W < 32768 && a.Cin > 0 && a.Cin % chunk_channels(a) == 0 &&
+         a.Cout > 0 && a.Cout % 32 == 0 &&
+         int64_t(a.N) * (a.H + 1) * (a.W + 1) * (a.Cout / tc_tconv_phase_channels(a.Cout)) < (int64_t(1) << 31);
+}
+
+bool tc_tconv_supports(const TcTconvArgs& a) {
+  return tc_tconv_shape_ok(a) && a.x && a.w && a.y && aligned16(a.x) && aligned16(a.w) && aligned16(a.y) &&
+         a.num_sms > 0 && a.encode_tensor_map != nullptr;
+}
+
+void tc_tconv(const TcTconvArgs& a, cudaStream_t stream) {
+  if (!tc_tconv_supports(a)) fail(ErrorKind::internal, "tc_tconv: unsupported arguments");
+  Geom g;
+  tc_tconv_tile(a.H, a.W, &g.th, &g.tw);
+  g.tiles_y = (a.H + g.th) / g.th;  // ceil((H + 1) / th)
+  g.tiles_x = (a.W + g.tw) / g.tw;
+  const int bnc = tc_tconv_phase_channels(a.Cout);
+  g.ct = a.Cout / bnc;
+  g.items = a.N * g.tiles_y * g.tiles_x * g.ct;
+  g.nchunks = a.Cin / chunk_channels(a);
+  g.halo_bytes = (g.th + 1) * (g.tw + 1) * 128;
+  if (a.operands == Ops::f16) {
+    if (bnc == 64)
+      launch<64, Ops::f16>(a, g, stream);
+    else
+      launch<32, Ops::f16>(a, g, stream);
+  } else {
+    if (bnc == 64)
+      launch<64, Ops::tf32>(a, g, stream);
+    else
+      launch<32, Ops::tf32>(a, g, stream);
+  }
+  SG2_LAUNCH_CHECK("tc_tconv_kernel");
+}
+
+}  // namespace sg2::cuda

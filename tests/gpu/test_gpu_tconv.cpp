@@ -1,0 +1,246 @@
+// sg2 GPU tests: the transposed convolution as one GEMM per tile of cells (kernels/tc_tconv.h)
+// and the launch-time choices of the tensor-core implicit GEMM (kernels/tc_conv.h),
+// against the CPU reference on random inputs and odd shapes (non-square, partial tiles, 1 x 1
+// inputs, several channel tiles and chunks, persistent blocks walking many items), and its batch
+// invariance (an image alone, at other positions and in smaller batches gives the same bits).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <iostream>
+
+#include "gpu_test_util.h"
+#include "kernels/ref/modulated_conv2d.h"
+#include "kernels/tc_conv.h"
+#include "kernels/tc_tconv.h"
+
+using namespace sg2;
+using namespace sg2::gputest;
+
+namespace {
+
+struct Case {
+  int N, H, W, Cin, Cout;
+  int num_sms;  // persistent blocks (fewer than the items: each block walks several)
+};
+
+using Ops = cuda::TcTconvArgs::Operands;
+
+/// The kernel's inputs for a case: x [N, H, W, Cin] and the filter, on the host and the device.
+struct Inputs {
+  Tensor x;  // NCHW
+  Tensor w;  // [Cout, Cin, 3, 3]
+  DeviceBuffer d_x, d_w;
+};
+
+Inputs make_inputs(const Case& c, Ops ops, uint32_t seed) {
+  Inputs in;
+  const DType dt = ops == Ops::f16 ? DType::f16 : DType::f32;
+  in.x = randn({c.N, c.Cin, c.H, c.W}, seed);
+  in.w = randn({c.Cout, c.Cin, 3, 3}, seed + 1, 0.2f);
+  if (ops == Ops::f16) {
+    in.x = round_f16(in.x);
+    in.w = round_f16(in.w);
+  }
+  // device filter [Cin, 3, 3, Cout], then the kernel's layout (TF32 heads for tf32)
+  std::vector<float> wd(size_t(in.w.numel())), packed(wd.size()), lo(wd.size());
+  for (int o = 0; o < c.Cout; ++o)
+    for (int i = 0; i < c.Cin; ++i)
+      for (int t = 0; t < 9; ++t) wd[(size_t(i) * 9 + t) * c.Cout + o] = in.w[(int64_t(o) * c.Cin + i) * 9 + t];
+  cuda::tc_tconv_pack_weights(wd.data(), c.Cin, c.Cout, packed.data());
+  if (ops == Ops::tf32) cuda::tf32x3_split_weights(packed.data(), packed.size(), packed.data(), lo.data());
+  // x NHWC (non-square: transpose by hand)
+  Tensor xn({c.N, c.H, c.W, c.Cin});
+  for (int n = 0; n < c.N; ++n)
+    for (int ch = 0; ch < c.Cin; ++ch)
+      for (int p = 0; p < c.H * c.W; ++p)
+        xn[(int64_t(n) * c.H * c.W + p) * c.Cin + ch] = in.x[(int64_t(n) * c.Cin + ch) * c.H * c.W + p];
+  in.d_x = to_device(xn, dt);
+  in.d_w = to_device(Tensor({int64_t(packed.size())}, packed), dt);
+  return in;
+}
+
+/// Runs the kernel on images [first, first + n) of `in`; returns y [n, 2H + 1, 2W + 1, Cout] as
+/// raw bytes (poisoned before: every element must be written).
+std::vector<char> run(const Case& c, Ops ops, const Inputs& in, int first, int n) {
+  const size_t esz = ops == Ops::f16 ? 2 : 4;
+  const int OH = 2 * c.H + 1, OW = 2 * c.W + 1;
+  const size_t y_per = size_t(OH) * OW * c.Cout, x_per = size_t(c.H) * c.W * c.Cin;
+  auto d_y = poisoned(size_t(n) * y_per, ops == Ops::f16 ? DType::f16 : DType::f32);
+  cuda::TcTconvArgs a;
+  a.operands = ops;
+  a.N = n;
+  a.H = c.H;
+  a.W = c.W;
+  a.Cin = c.Cin;
+  a.Cout = c.Cout;
+  a.x = static_cast<const char*>(in.d_x.get()) + size_t(first) * x_per * esz;
+  a.w = in.d_w.get();
+  a.y = d_y.get();
+  a.num_sms = c.num_sms;
+  a.encode_tensor_map = gpu_caps().encode_tensor_map;
+  EXPECT_TRUE(cuda::tc_tconv_supports(a));
+  cuda::tc_tconv(a, nullptr);
+  SG2_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<char> out(size_t(n) * y_per * esz);
+  SG2_CUDA_CHECK(cudaMemcpy(out.data(), d_y.get(), out.size(), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+Tensor to_float_nchw(const std::vector<char>& raw, Ops ops, int N, int OH, int OW, int C) {
+  Tensor t({N, C, OH, OW});
+  for (int n = 0; n < N; ++n)
+    for (int p = 0; p < OH * OW; ++p)
+      for (int c = 0; c < C; ++c) {
+        const size_t i = (size_t(n) * OH * OW + p) * C + c;
+        float v;
+        if (ops == Ops::f16) {
+          __half h;
+          std::memcpy(&h, raw.data() + 2 * i, 2);
+          v = __half2float(h);
+        } else {
+          std::memcpy(&v, raw.data() + 4 * i, 4);
+        }
+        t[(int64_t(n) * C + c) * OH * OW + p] = v;
+      }
+  return t;
+}
+
+bool tconv_runs_here() { return gpu_caps().wgmma && gpu_caps().encode_tensor_map != nullptr; }
+constexpr const char* kNoTconv = "this GPU or build has no wgmma (sm_90a): the transposed-conv kernel does not run";
+
+}  // namespace
+
+TEST(GpuKernels, TransposedTensorCoreConvMatchesReference) {
+  SG2_REQUIRE_GPU();
+  if (!tconv_runs_here()) GTEST_SKIP() << kNoTconv;
+  // the model's shapes (square, 4..64 px inputs), and odd ones: 1 x 1, non-square, partial tiles,
+  // several chunks and channel tiles, Cout % 64 != 0 (32-channel phase tiles), few persistent blocks
+  const Case cases[] = {{2, 4, 4, 64, 64, 132},    {1, 8, 8, 128, 64, 132},  {3, 16, 16, 64, 32, 132},
+                        {1, 1, 1, 64, 96, 132},    {2, 5, 9, 128, 160, 132}, {1, 13, 3, 64, 32, 7},
+                        {2, 32, 32, 192, 64, 132}, {1, 33, 17, 64, 128, 3},  {3, 64, 64, 64, 32, 132},
+                        {1, 7, 7, 512, 256, 132},  {2, 24, 40, 128, 96, 1},  {1, 2, 130, 64, 32, 132}};
+  uint32_t seed = 3100;
+  for (const Case& c : cases)
+    for (Ops ops : {Ops::f16, Ops::tf32}) {
+      const Inputs in = make_inputs(c, ops, seed += 2);
+      const Tensor ref = ref::conv_transpose2d_stride2(in.x, in.w, false);
+      const int OH = 2 * c.H + 1, OW = 2 * c.W + 1;
+      const Tensor got = to_float_nchw(run(c, ops, in, 0, c.N), ops, c.N, OH, OW, c.Cout);
+      // fp16: the output's rounding (and fp16 operands, exact products); tf32: 10-bit operands
+      EXPECT_TRUE(near_rel(got, ref, 4e-3,
+                           std::string(ops == Ops::f16 ? "fp16" : "tf32") + " N=" + std::to_string(c.N) +
+                               " H=" + std::to_string(c.H) + " W=" + std::to_string(c.W) + " " + std::to_string(c.Cin) +
+                               "->" + std::to_string(c.Cout) + " blocks " + std::to_string(c.num_sms)));
+    }
+}
+
+// Batch invariance by construction: an image's output has the same bits alone, at any position
+// of a larger batch, in a batch of two, and whatever the number of persistent blocks.
+TEST(GpuKernels, TransposedTensorCoreConvIsBatchInvariant) {
+  SG2_REQUIRE_GPU();
+  if (!tconv_runs_here()) GTEST_SKIP() << kNoTconv;
+  const Case cases[] = {{6, 16, 16, 128, 64, 132}, {5, 8, 8, 512, 256, 132}, {5, 32, 32, 64, 32, 132}};
+  int checked = 0;
+  for (const Case& c : cases)
+    for (Ops ops : {Ops::f16, Ops::tf32}) {
+      const Inputs in = make_inputs(c, ops, 4100 + checked);
+      const size_t per = run(c, ops, in, 0, 1).size();
+      const std::vector<char> all = run(c, ops, in, 0, c.N);
+      for (int i : {0, 3, c.N - 1}) {
+        EXPECT_EQ(std::memcmp(run(c, ops, in, i, 1).data(), all.data() + size_t(i) * per, per), 0)
+            << "image " << i << " of " << c.N << (ops == Ops::f16 ? " fp16" : " tf32") << " " << c.Cin << "->"
+            << c.Cout;
+      }
+      const std::vector<char> tail = run(c, ops, in, c.N - 2, 2);
+      EXPECT_EQ(std::memcmp(tail.data(), all.data() + size_t(c.N - 2) * per, tail.size()), 0);
+      Case few = c;
+      few.num_sms = 5;
+      EXPECT_EQ(run(few, ops, in, 0, c.N), all) << "5 persistent blocks";
+      ++checked;
+    }
+  std::cout << "  transposed-conv batch invariance: " << checked << " configurations checked\n";
+  EXPECT_EQ(checked, 6);
+}
+
+// The tile rule (host only, runs without a GPU): at most 128 cells, the halo within 192 rows, and
+// every cell covered.
+TEST(GpuKernels, TransposedTensorCoreConvTiles) {
+  for (int h : {1, 2, 4, 7, 8, 16, 32, 33, 64, 128, 256, 512})
+    for (int w : {1, 4, 8, 17, 32, 512}) {
+      int r = 0, c = 0;
+      cuda::tc_tconv_tile(h, w, &r, &c);
+      EXPECT_GE(r, 1);
+      EXPECT_GE(c, 1);
+      EXPECT_LE(r * c, 128) << h << "x" << w;
+      EXPECT_LE((r + 1) * (c + 1), 192) << h << "x" << w;
+      EXPECT_LE(c, w + 1) << h << "x" << w;
+    }
+  int r = 0, c = 0;
+  cuda::tc_tconv_tile(32, 32, &r, &c);  // 33 x 33 cells: 3 x 3 tiles of 11 x 11
+  EXPECT_EQ(r * c, 121);
+}
+
+// tc_conv's launch-time choices never change an output's bits (what lets it choose them from the
+// batch): 64-, 128- or 256-channel blocks, and split-K as partials plus a sum or folded into each
+// block, for the tf32 and fp16 modes of the wgmma kernel, forward and transposed.
+TEST(GpuKernels, TensorCoreConvLaunchChoicesKeepTheBits) {
+  SG2_REQUIRE_GPU();
+  if (!gpu_caps().wgmma) GTEST_SKIP() << kNoTconv;
+  struct Shape {
+    int N, H, Cin, Cout;
+    bool transposed;
+  };
+  const Shape shapes[] = {{3, 16, 128, 256, false}, {3, 8, 128, 128, true}, {2, 8, 512, 512, false}};
+  using TOps = cuda::TcConvArgs::Operands;
+  int checked = 0;
+  for (const Shape& sh : shapes)
+    for (TOps ops : {TOps::f16, TOps::tf32})
+      for (int splits : {1, 4}) {
+        const DType dt = ops == TOps::f16 ? DType::f16 : DType::f32;
+        const size_t esz = cuda::dtype_size(dt);
+        const int OH = sh.transposed ? 2 * sh.H + 1 : sh.H;
+        const size_t y_count = size_t(sh.N) * OH * OH * sh.Cout;
+        const Tensor x = randn({int64_t(sh.N) * sh.H * sh.H * sh.Cin}, 5000 + checked);
+        Tensor w = randn({int64_t(9) * sh.Cin * sh.Cout}, 5100 + checked, 0.05f);
+        std::vector<float> hi(size_t(w.numel())), lo(hi.size());
+        cuda::tf32x3_split_weights(w.data(), hi.size(), hi.data(), lo.data());
+        const DeviceBuffer d_x = to_device(x, dt), d_w = to_device(ops == TOps::f16 ? w : Tensor({w.numel()}, hi), dt);
+        auto run_with = [&](int block_channels, int fold, int num_sms) {
+          auto d_y = poisoned(y_count, dt);
+          cuda::TcConvArgs a;
+          a.operands = ops;
+          a.impl = cuda::TcConvArgs::Impl::wgmma;
+          a.encode_tensor_map = gpu_caps().encode_tensor_map;
+          a.N = sh.N;
+          a.H = a.W = sh.H;
+          a.Cin = sh.Cin;
+          a.Cout = sh.Cout;
+          a.transposed = sh.transposed;
+          a.x = d_x.get();
+          a.w_hi = d_w.get();
+          a.y = d_y.get();
+          a.splits = splits;
+          a.block_channels = block_channels;
+          a.fold = fold;
+          a.num_sms = num_sms;
+          DeviceBuffer partial(std::max<size_t>(cuda::tc_conv_workspace(a), 16), nullptr);
+          a.partial = partial.as<float>();
+          EXPECT_TRUE(cuda::tc_conv_supports(a));
+          cuda::tc_conv(a, nullptr);
+          std::vector<char> out(y_count * esz);
+          SG2_CUDA_CHECK(cudaMemcpy(out.data(), d_y.get(), out.size(), cudaMemcpyDeviceToHost));
+          return out;
+        };
+        const std::vector<char> base = run_with(0, 0, 0);
+        const std::string what = std::string(ops == TOps::f16 ? "fp16" : "tf32") +
+                                 (sh.transposed ? " transposed " : " ") + std::to_string(sh.Cin) + "->" +
+                                 std::to_string(sh.Cout) + " split-k " + std::to_string(splits);
+        if (splits > 1) EXPECT_EQ(run_with(0, 1, 0), base) << what << ": folded splits";
+        EXPECT_EQ(run_with(64, 0, 0), base) << what << ": 64-channel blocks";
+        if (sh.Cout % 256 == 0) EXPECT_EQ(run_with(256, 0, 0), base) << what << ": 256-channel blocks";
+        EXPECT_EQ(run_with(0, -1, gpu_caps().sm_count), base) << what << ": tc_conv's own choice";
+        ++checked;
+      }
+  std::cout << "  tensor-core conv launch choices: " << checked << " configurations checked\n";
+  EXPECT_EQ(checked, 12);
+}
