@@ -52,10 +52,30 @@ struct SlotRelease {
   int* holds;
 };
 
-bool same_batch(const ImageRequest& a, const ImageRequest& b) {
-  if (a.ws_only || b.ws_only) return true;  // mapping only: joins any batch
+/// Whether image requests a and b can share a batch: the engine applies the noise mode, and for random
+/// noise its seed, per batch.
+bool same_noise(const ImageRequest& a, const ImageRequest& b) {
   if (a.noise_mode != b.noise_mode) return false;
   return a.noise_mode != NoiseMode::random || a.noise_seed == b.noise_seed;
+}
+
+/// Picks a batch from `queue` in order: the oldest request, then every request that can join it (a
+/// mapping-only request joins any batch; an image request one whose images have its noise), up to
+/// `max`. take(it) is called for each pick.
+template <typename Queue, typename Take>
+int pick(Queue& queue, int max, Take&& take) {
+  const ImageRequest* lead = nullptr;  // the first image request picked
+  int n = 0;
+  for (auto it = queue.begin(); it != queue.end() && n < max;) {
+    const ImageRequest& r = it->request;
+    if (r.ws_only || lead == nullptr || same_noise(*lead, r)) {
+      if (!r.ws_only && lead == nullptr) lead = &r;
+      ++n;
+      if (take(it)) continue;  // erased: `it` is the next one
+    }
+    ++it;
+  }
+  return n;
 }
 
 void answer(Job& job, JobResult&& r) {
@@ -232,12 +252,7 @@ std::vector<Job> Batcher::take(bool device_busy) {
         std::remove_if(queue_.begin(), queue_.end(), [](const Job& j) { return j.cancelled && j.cancelled->load(); }),
         queue_.end());
   };
-  auto compatible = [&] {
-    int n = 0;
-    for (const Job& j : queue_)
-      if (same_batch(queue_.front().request, j.request) && ++n >= opt_.max_batch) break;
-    return n;
-  };
+  auto compatible = [&] { return pick(queue_, opt_.max_batch, [](std::deque<Job>::iterator&) { return false; }); };
   for (;;) {
     drop_cancelled();
     if (queue_.empty()) {
@@ -257,16 +272,16 @@ std::vector<Job> Batcher::take(bool device_busy) {
       drop_cancelled();
       if (queue_.empty()) continue;
     }
+    // Moved out first, erased after: the lead request stays where pick() looks at it.
     std::vector<Job> batch;
-    const ImageRequest lead = queue_.front().request;
-    for (auto it = queue_.begin(); it != queue_.end() && static_cast<int>(batch.size()) < opt_.max_batch;) {
-      if (same_batch(lead, it->request)) {
-        batch.push_back(std::move(*it));
-        it = queue_.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    std::vector<size_t> picked;
+    auto first = queue_.begin();
+    pick(queue_, opt_.max_batch, [&](std::deque<Job>::iterator& it) {
+      picked.push_back(size_t(it - first));
+      return false;
+    });
+    for (size_t i : picked) batch.push_back(std::move(queue_[i]));
+    for (auto it = picked.rbegin(); it != picked.rend(); ++it) queue_.erase(queue_.begin() + std::ptrdiff_t(*it));
     if (metrics_) metrics_->set_queue_depth(static_cast<int64_t>(queue_.size()));
     return batch;
   }

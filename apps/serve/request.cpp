@@ -10,12 +10,14 @@
 #include "sg2/error.h"
 #include "sg2/image.h"
 #include "sg2/npy.h"
-#include "sg2/text.h"
 #include "ws_input.h"
 
 namespace sg2::cli::serve {
 
 namespace {
+
+/// Text the client sent, cut for a message (json_error escapes the whole message once).
+std::string cut(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n) + "..."; }
 
 int hex_value(char ch) {
   if (ch >= '0' && ch <= '9') return ch - '0';
@@ -33,8 +35,7 @@ std::string percent_decode(const std::string& s) {
     } else if (s[i] == '%') {
       const int hi = i + 2 < s.size() ? hex_value(s[i + 1]) : -1, lo = hi >= 0 ? hex_value(s[i + 2]) : -1;
       if (hi < 0 || lo < 0)
-        fail(ErrorKind::invalid_argument, "malformed query: '%' not followed by two hex digits in '", printable(s, 80),
-             "'");
+        fail(ErrorKind::invalid_argument, "malformed query: '%' not followed by two hex digits in '", cut(s, 80), "'");
       out += static_cast<char>(hi * 16 + lo);
       i += 2;
     } else {
@@ -56,7 +57,7 @@ std::string api_words(std::string m) {
 [[noreturn]] void refuse(const std::string& name, const std::string& cli_message) {
   std::string m = cli_message;
   if (m.rfind("--" + name, 0) != 0) m = name + ": " + m;
-  fail(ErrorKind::invalid_argument, printable(api_words(m), 300));
+  fail(ErrorKind::invalid_argument, cut(api_words(m), 300));
 }
 
 template <typename F>
@@ -79,7 +80,7 @@ class Params {
                                                     "trunc",     "trunc-cutoff", "noise-mode", "noise-seed", "format",
                                                     "png-level", "quality",      "ws-as"};
         if (known.count(k)) fail(ErrorKind::invalid_argument, k, ": does not apply to ", what);
-        fail(ErrorKind::invalid_argument, "unknown parameter '", printable(k, 60), "'");
+        fail(ErrorKind::invalid_argument, "unknown parameter '", cut(k, 60), "'");
       }
       values_.emplace_back(k, v);
     }
@@ -100,8 +101,7 @@ class Params {
 uint32_t one_seed(const std::string& name, const std::string& text) {
   const std::vector<uint32_t> s = checked(name, [&] { return parse_seeds(text); });
   if (s.size() != 1)
-    fail(ErrorKind::invalid_argument, name, ": one seed per request (got ", s.size(), " from '", printable(text, 60),
-         "')");
+    fail(ErrorKind::invalid_argument, name, ": one seed per request (got ", s.size(), " from '", cut(text, 60), "')");
   return s[0];
 }
 
@@ -141,7 +141,7 @@ void parse_output(const Params& p, const ModelConfig& cfg, ImageRequest& r) {
       fail(ErrorKind::invalid_argument, "format=jpeg: this model's images have ", cfg.img_channels,
            " channels (with alpha), and JPEG holds gray or RGB: use format=png");
   } else {
-    fail(ErrorKind::invalid_argument, "format: unknown format '", printable(f, 40), "' (expected png or jpeg)");
+    fail(ErrorKind::invalid_argument, "format: unknown format '", cut(f, 40), "' (expected png or jpeg)");
   }
   if (p.has("png-level")) {
     if (r.format != Format::png) fail(ErrorKind::invalid_argument, "png-level is only used with format=png");
@@ -178,7 +178,7 @@ Query parse_query(const std::string& query) {
       const std::string value = eq == std::string::npos ? std::string() : percent_decode(part.substr(eq + 1));
       if (name.empty()) fail(ErrorKind::invalid_argument, "malformed query: a parameter without a name");
       if (!seen.insert(name).second)
-        fail(ErrorKind::invalid_argument, printable(name, 60), ": given twice (each parameter at most once)");
+        fail(ErrorKind::invalid_argument, cut(name, 60), ": given twice (each parameter at most once)");
       q.emplace_back(name, value);
     }
     if (amp == query.size()) break;
@@ -252,7 +252,7 @@ ImageRequest parse_post(const Query& query, const std::string& body, const Model
     const NpyArray a = parse_npy(reinterpret_cast<const uint8_t*>(body.data()), body.size(), "body");
     values = npy_float_tensor(a, "body");
   } catch (const Error& e) {
-    fail(ErrorKind::invalid_argument, printable(e.what(), 300));
+    fail(ErrorKind::invalid_argument, cut(e.what(), 300));
   }
   if (values.ndim() >= 1 && values.dim(0) == 0)
     fail(ErrorKind::invalid_argument, "body: has no rows (shape ", values.shape_str(), ")");
@@ -263,7 +263,7 @@ ImageRequest parse_post(const Query& query, const std::string& body, const Model
   } catch (const Error& e) {
     std::string m = e.what();
     if (m.rfind("--ws ", 0) == 0) m.erase(0, 5);
-    fail(ErrorKind::invalid_argument, printable(api_words(m), 300));
+    fail(ErrorKind::invalid_argument, cut(api_words(m), 300));
   }
   if (r.ws.dim(0) != 1)
     fail(ErrorKind::invalid_argument, "body: holds ", r.ws.dim(0), " latents; POST one per request ([1, ", cfg.w_dim,

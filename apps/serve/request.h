@@ -7,6 +7,8 @@
 //   GET  /v1/ws?seed=S[&class=K&trunc=PSI&trunc-cutoff=N]                  as `generate --save-ws`'s seed%04d_ws.npy
 // and on the image requests noise-mode=const|random|none, noise-seed=N (random only), format=png|jpeg,
 // png-level=L (png), quality=Q (jpeg). Every parameter may be given once; unknown ones are refused.
+// Error messages quote what the client sent as it sent it (cut, not escaped): escape them before they
+// reach a terminal or a response (serve::json_error does).
 #pragma once
 
 #include <cstdint>
