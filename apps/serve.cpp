@@ -290,19 +290,17 @@ int run_serve(int argc, char** argv) {
   }
   c.model = Model();
   const ModelConfig& cfg = gens[0].config();
-  int max_batch = c.max_batch_option > 0 ? c.max_batch_option : gens[0].max_batch();
-  int cpu_gens = 0;
-  for (const Generator& g : gens) cpu_gens += g.device().kind == Device::Kind::cpu;
-  if (cpu_gens > 0) {  // a CPU batch lives in host memory: checked as generate checks --batch
-    const int64_t avail = host_memory_available(), per = cpu_bytes_per_image(cfg) * cpu_gens;
-    if (avail > 0 && per * max_batch > avail) {
-      if (c.max_batch_option > 0)
-        fail(ErrorKind::invalid_argument, "--max-batch ", max_batch, " needs about ", per * max_batch / (1 << 20),
-             " MiB of memory on the CPU, but ", avail / (1 << 20), " MiB are available: use --max-batch ",
-             std::max<int64_t>(1, avail / per), " or less");
-      max_batch = static_cast<int>(std::max<int64_t>(1, avail / per));
-    }
-  }
+  // How big a batch fits is the engine's decision (Generator::plan_batch), for the generators that
+  // share the first one's device; the CLI words a refusal.
+  int sharing = 0;
+  for (const Generator& g : gens) sharing += g.device().str() == gens[0].device().str();
+  const BatchPlan plan = gens[0].plan_batch(0, c.max_batch_option, sharing);
+  if (!plan.fits)
+    fail(ErrorKind::invalid_argument, "--max-batch ", c.max_batch_option, " needs about ",
+         (plan.bytes_per_image * c.max_batch_option * sharing) >> 20, " MiB of ", plan.memory, ", but ",
+         plan.bytes_available >> 20, " MiB are available: use --max-batch ", std::max(1, plan.largest_fitting),
+         " or less");
+  const int max_batch = plan.batch;
   c.batch.max_batch = max_batch;
   std::vector<Generator*> gen_ptrs;
   for (Generator& g : gens) gen_ptrs.push_back(&g);

@@ -14,7 +14,7 @@
 set(SG2_DEPS_DIR "${PROJECT_SOURCE_DIR}/.deps" CACHE PATH
     "folder of static copies of libdeflate, libarchive, TurboJPEG and Boost headers (scripts/deps_for_gpu.sh)")
 
-if(EXISTS ${SG2_DEPS_DIR}/boost/include/boost/beast.hpp)
+if(EXISTS ${SG2_DEPS_DIR}/boost/include/boost/beast/http.hpp AND EXISTS ${SG2_DEPS_DIR}/boost/include/boost/asio.hpp)
   add_library(sg2_dep_beast INTERFACE IMPORTED GLOBAL)
   set_target_properties(sg2_dep_beast PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${SG2_DEPS_DIR}/boost/include
                         INTERFACE_LINK_LIBRARIES Threads::Threads)
