@@ -10,6 +10,7 @@
 // (Prometheus), explorer.html (the page at /, compiled in).
 #include <signal.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <cstdio>
@@ -78,7 +79,8 @@ std::optional<ServeConfig> serve_config(int argc, char** argv) {
                     "S")("max-connections", "open connections at most (more are closed at once)",
                          cxxopts::value<std::string>()->default_value("1024"), "N")(
       "jobs", "threads encoding PNG and JPEG (default: the cores available)", cxxopts::value<std::string>(), "N")(
-      "io-threads", "threads reading and writing connections", cxxopts::value<std::string>()->default_value("2"), "N");
+      "io-threads", "threads reading and writing connections (default: a quarter of the cores, 2 to 8)",
+      cxxopts::value<std::string>(), "N");
   add_model_options(opts, /*with_batch=*/false, /*device_lists=*/true);
   opts.add_options()("q,quiet", "no access log lines (the listening line and errors stay)");
   auto args = parse(opts, argc, argv);
@@ -103,7 +105,9 @@ std::optional<ServeConfig> serve_config(int argc, char** argv) {
       fail(ErrorKind::invalid_argument, "--", o, ": ", get(args, o), " is out of range [0.05, 86400]");
   }
   c.http.max_connections = static_cast<int>(parse_int("max-connections", get(args, "max-connections"), 1, 1 << 20));
-  c.http.io_threads = static_cast<int>(parse_int("io-threads", get(args, "io-threads"), 1, 256));
+  c.http.io_threads = has(args, "io-threads")
+                          ? static_cast<int>(parse_int("io-threads", get(args, "io-threads"), 1, 256))
+                          : std::min(8, std::max(2, available_cores() / 4));
   c.jobs = has(args, "jobs") ? static_cast<int>(parse_int("jobs", get(args, "jobs"), 1, 1024)) : available_cores();
   c.quiet = has(args, "quiet");
   c.http.access_log = !c.quiet;

@@ -35,8 +35,9 @@ std::string encode_jpeg_bytes(const uint8_t* pixels, int width, int height, int 
   unsigned char* buf = nullptr;
   unsigned long size = 0;
   const int pf = channels == 1 ? TJPF_GRAY : TJPF_RGB;
-  const int samp = channels == 1 ? TJSAMP_GRAY : quality >= 95 ? TJSAMP_444 : TJSAMP_420;
-  if (tjCompress2(c.h, pixels, width, 0, height, pf, &buf, &size, samp, quality, 0) != 0) {
+  const bool fine = quality >= 95;  // 4:4:4 and the accurate DCT; below, 4:2:0 and the fast DCT (live views)
+  const int samp = channels == 1 ? TJSAMP_GRAY : fine ? TJSAMP_444 : TJSAMP_420;
+  if (tjCompress2(c.h, pixels, width, 0, height, pf, &buf, &size, samp, quality, fine ? 0 : TJFLAG_FASTDCT) != 0) {
     const std::string why = tjGetErrorStr2(c.h);
     if (buf) tjFree(buf);
     fail(ErrorKind::internal, "JPEG encoding failed: ", why);
