@@ -6,8 +6,10 @@
 # JPEG at 64 connections closed loop, one client, and 1024 at a fixed 600 req/s over 64 connections (open loop).
 # Phases run by priority and are skipped, saying so, when the time left (TOTAL, default 345 s) is too short.
 #
-#   mkdir -p /tmp/s && tar xf .gpucarry/serve.tar -C /tmp/s && cp -r models tests/data /tmp/s/... \
-#     && bash /tmp/s/tools/h200/serve_run.sh "$PWD"        # from the main tree: its .deps and .gpucarry/sg3
+#   mkdir -p /tmp/s/tests && tar xf .gpucarry/serve.tar -C /tmp/s && cp -r models /tmp/s && cp -r tests/data /tmp/s/tests \
+#     && tar xJf .gpucarry/boost.tar.xz -C .deps && bash /tmp/s/tools/h200/serve_run.sh "$PWD"
+# from the main tree, carrying .gpucarry/{serve.tar,boost.tar.xz,sg3} and .deps/{libarchive,libdeflate,turbojpeg}
+# (scripts/deps_for_gpu.sh; the Boost headers travel compressed, since the tree, .deps and all pass 64 MiB).
 set -u
 S=$(cd "$(dirname "$0")/../.." && pwd)  # the tree to build (sg2 serve's)
 R=${1:-$PWD}                            # the tree with .deps/ and .gpucarry/sg3
@@ -111,11 +113,11 @@ print(f'IDENTITY 1024 PNG: sequential {seq}/{len(cases)}, concurrent {conc}/{len
 PY
     el
     measure "sg2 1024 jpeg, 1 client" --query format=jpeg --connections 1 --duration 10
-    measure "sg2 1024 jpeg, 64 conns closed" --query format=jpeg --connections 64 --duration 20
+    measure "sg2 1024 jpeg, 64 conns closed" --query format=jpeg --connections 64 --duration 15
     need 40 "sg2 1024 open loop" && measure "sg2 1024 jpeg, 600 req/s open, 64 conns" --query format=jpeg \
-      --connections 64 --rate 600 --duration 15
+      --connections 64 --rate 600 --duration 10
     need 30 "sg2 1024 png fast" && measure "sg2 1024 png fast, 64 conns closed" --query png-level=fast \
-      --connections 64 --duration 8
+      --connections 64 --duration 6
     timeout 10 curl -s "$SRV_URL/metrics" >$OUT/metrics1024.txt
     grep -E '^sg2_(batch_size_(sum|count)|images_total|gpu_memory_bytes|batch_failures_total)' $OUT/metrics1024.txt
     stop_server
@@ -129,8 +131,8 @@ if need 75 "official server 1024"; then
   if start_server $OUT/official1024.log python3 "$S/tools/serve_official.py" --sg3 "$R/.gpucarry/sg3" \
     --network $D/r1024.pkl --format jpeg --serve-port 0; then
     el
-    measure "official 1024 jpeg, 64 conns closed" --connections 64 --duration 15 --warmup 2
-    need 25 "official 1024 one client" && measure "official 1024 jpeg, 1 client" --connections 1 --duration 8
+    measure "official 1024 jpeg, 64 conns closed" --connections 64 --duration 12 --warmup 2
+    need 25 "official 1024 one client" && measure "official 1024 jpeg, 1 client" --connections 1 --duration 5
     stop_server
   fi
   el
@@ -140,8 +142,8 @@ fi
 if need 50 "sg2 serve 256"; then
   echo "== sg2 serve, official random paper256 pickle (res 256, cbase 16384)"
   if start_server $OUT/serve256.log $SG2 serve --network $D/r256.pkl --port 0 -q; then
-    measure "sg2 256 jpeg, 64 conns closed" --query format=jpeg --connections 64 --duration 15
-    need 20 "sg2 256 one client" && measure "sg2 256 jpeg, 1 client" --query format=jpeg --connections 1 --duration 6
+    measure "sg2 256 jpeg, 64 conns closed" --query format=jpeg --connections 64 --duration 10
+    need 20 "sg2 256 one client" && measure "sg2 256 jpeg, 1 client" --query format=jpeg --connections 1 --duration 5
     stop_server
   fi
   el
@@ -149,7 +151,7 @@ fi
 if need 45 "official server 256"; then
   if start_server $OUT/official256.log python3 "$S/tools/serve_official.py" --sg3 "$R/.gpucarry/sg3" \
     --network $D/r256.pkl --format jpeg --serve-port 0; then
-    measure "official 256 jpeg, 64 conns closed" --connections 64 --duration 12 --warmup 2
+    measure "official 256 jpeg, 64 conns closed" --connections 64 --duration 10 --warmup 2
     stop_server
   fi
   el
