@@ -105,6 +105,30 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->header_limit(kHeaderLimit);
     parser_->body_limit(srv_.opt.max_body);
     stream_.expires_after(ms(srv_.opt.idle_timeout_s));
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&Session::on_header, shared_from_this()));
+  }
+
+  /// The header is in: a client that asks for "Expect: 100-continue" (curl does, for bodies over 1 KiB)
+  /// is told to send its body (when it fits --max-body; else the body's read fails with body_limit and
+  /// the client gets its 413), then the body is read.
+  void on_header(beast::error_code ec, size_t bytes) {
+    if (ec) return on_read(ec, bytes);
+    const auto& h = parser_->get();
+    const auto expect = h[http::field::expect];
+    const bool fits = !parser_->content_length() || *parser_->content_length() <= srv_.opt.max_body;
+    if (h.version() >= 11 && beast::iequals(expect, "100-continue") && fits) {
+      auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, h.version());
+      http::async_write(stream_, *cont, [self = shared_from_this(), cont](beast::error_code e, size_t n) {
+        if (e) return self->on_read(e, n);
+        self->read_body();
+      });
+      return;
+    }
+    read_body();
+  }
+
+  void read_body() {
     http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::on_read, shared_from_this()));
   }
 

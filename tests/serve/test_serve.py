@@ -125,6 +125,20 @@ class Main(unittest.TestCase):
             _, body = self.ok('POST', '/v1/generate' + (f'?{query}' if query else ''), data)
             self.assertEqual(body, read(os.path.join(out, 'ws0000.png')), f'case {i}: {opts}')
 
+    def test_post_with_expect_continue(self):
+        # curl sends "Expect: 100-continue" for bodies over 1 KiB and waits up to 1 s for the go-ahead.
+        body = npy_bytes([1, 8, 512], [0.25] * 4096)
+        f = os.path.join(self.dir, 'expect.npy')
+        with open(f, 'wb') as fh:
+            fh.write(body)
+        _, want = self.ok('POST', '/v1/generate', body)
+        t0 = time.monotonic()
+        r = subprocess.run(['curl', '-s', '-H', 'Expect: 100-continue', '--data-binary', '@' + f,
+                            f'http://127.0.0.1:{self.srv.port}/v1/generate'], capture_output=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, want)
+        self.assertLess(time.monotonic() - t0, 0.8, 'the server made curl wait for 100 Continue')
+
     def test_jpeg(self):
         h, a = self.ok('GET', '/v1/generate?seed=20&class=1&format=jpeg')
         self.assertEqual(h['content-type'], 'image/jpeg')
