@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "sg2/error.h"
 #include "sg2/image.h"
+#include "style_mix.h"
 
 namespace sg2::cli {
 namespace {
@@ -93,17 +94,10 @@ int run_mix(int argc, char** argv) {
       if (std::find(all_seeds.begin(), all_seeds.end(), s) == all_seeds.end()) all_seeds.push_back(s);
   const int64_t S = static_cast<int64_t>(all_seeds.size());
   Tensor all_w = gen.map(z_from_seeds(all_seeds, cfg.z_dim), class_labels(args, cfg, S), Truncation{});
-  const Tensor& w_avg = gen.model().at("mapping.w_avg");
-  const int64_t row_len = int64_t(cfg.num_ws) * cfg.w_dim;
   require_finite_w_avg(gen.model(), psi);
-  const bool plain = w_avg_finite(gen.model());  // else psi is 1: w as mapped (the formula would give NaN)
-  for (int64_t n = 0; plain && n < S; ++n)
-    for (int64_t i = 0; i < row_len; ++i) {
-      const float avg = w_avg[i % cfg.w_dim];
-      const float d = all_w[n * row_len + i] - avg;
-      const float m = d * psi;
-      all_w[n * row_len + i] = avg + m;
-    }
+  if (w_avg_finite(gen.model()))  // else psi is 1: w as mapped (the formula would give NaN)
+    truncate_plain(all_w, gen.model().at("mapping.w_avg"), psi);
+  const int64_t row_len = int64_t(cfg.num_ws) * cfg.w_dim;
   std::map<uint32_t, int64_t> index;
   for (int64_t n = 0; n < S; ++n) index[all_seeds[n]] = n;
 
@@ -141,12 +135,8 @@ int run_mix(int argc, char** argv) {
     int64_t m = 0;
     for (uint32_t r : rows)
       for (uint32_t c : cols) {
-        float* dst = mixed_ws.data() + m * row_len;
-        const float* wr = all_w.data() + index[r] * row_len;
-        const float* wc = all_w.data() + index[c] * row_len;
-        std::copy(wr, wr + row_len, dst);
-        for (int k : styles)
-          std::copy(wc + int64_t(k) * cfg.w_dim, wc + int64_t(k + 1) * cfg.w_dim, dst + int64_t(k) * cfg.w_dim);
+        mix_styles(all_w.data() + index[r] * row_len, all_w.data() + index[c] * row_len, styles, cfg.num_ws, cfg.w_dim,
+                   mixed_ws.data() + m * row_len);
         mixed.push_back({r, c});
         ++m;
       }

@@ -9,6 +9,7 @@
 #include "engine/batch_pipe.h"
 #include "formats/nonfinite.h"
 #include "sg2/generator.h"
+#include "sg2/image_pipe.h"
 #include "sg2/model.h"
 
 namespace sg2 {
@@ -52,6 +53,17 @@ class Backend {
   /// Progress of synthesize: `cb(fraction)` is called on the calling thread between the steps of
   /// a batch with the fraction (0, 1] of its work done. Backends that cannot report ignore it.
   virtual void set_progress(std::function<void(double)> cb) { (void)cb; }
+  /// True when the backend builds state per batch size (the CUDA backend: buffers and a CUDA graph per
+  /// size), so that callers with batches of every size should pad them to a few sizes (image_pipe.h).
+  virtual bool keeps_state_per_batch_size() const { return false; }
+  /// Keep the state of at least `n` batch sizes at once (the CUDA backend keeps 2 by default and drops
+  /// the least recently used beyond that). Backends without such state ignore it.
+  virtual void keep_batch_sizes(int n) { (void)n; }
+  /// The device memory in use (sg2/image_pipe.h device_memory); false for backends without a device.
+  virtual bool device_memory(DeviceMemory* out) {
+    (void)out;
+    return false;
+  }
 };
 
 /// The synchronous host pipe over backend.synthesize() (batch_pipe.h); it checks every batch with

@@ -10,15 +10,22 @@
 # DIR/libdeflate/{include/libdeflate.h, lib/libdeflate.a}              libdeflate-dev (PNG fast/smallest, CRC)
 # DIR/libarchive/{include/archive.h, include/archive_entry.h,
 #                 lib/libarchive.a, lib/libnettle.a}                   libarchive-dev, nettle-dev (zip output)
+# DIR/turbojpeg/{include/turbojpeg.h, lib/libturbojpeg.a}            libturbojpeg0-dev (sg2 serve's JPEG)
+# DIR/boost/include/boost/...                                          libboost-dev: the headers sg2 serve includes
+#                                                                      (the compiler's list of them, plus the whole
+#                                                                      asio, beast, config and predef folders)
 # DIR/VERSIONS                                                         the Debian package versions copied
 # The target machine needs zlib's development files (zlib.h, libz.so) for libarchive and the PNG
 # encoder's levels 0-9: Ubuntu has them.
-# Each .a is checked to be position-independent (the linker builds a shared object from it), since it
-# goes into libsg2.so.
+# Each .a of libsg2.so is checked to be position-independent (the linker builds a shared object from it).
+# libturbojpeg.a goes into the sg2 executable only (its thread-local error string uses the local-exec
+# model, which an executable may use and a shared object may not): it is checked by linking a
+# position-independent executable with it. The Boost copy is checked to be complete: the serve sources,
+# preprocessed with DIR/boost/include first, must find no Boost header outside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=${1:-.deps}
-pkgs=(libdeflate-dev libarchive-dev nettle-dev)
+pkgs=(libdeflate-dev libarchive-dev nettle-dev libturbojpeg0-dev libboost1.74-dev)
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     echo "deps_for_gpu: $p is not installed (apt-get install ${pkgs[*]})" >&2
@@ -54,6 +61,38 @@ cp "$(file_of libarchive-dev archive.h)" "$(file_of libarchive-dev archive_entry
 cp "$(file_of libarchive-dev libarchive.a)" "$dest/libarchive/lib/"
 cp "$(file_of nettle-dev libnettle.a)" "$dest/libarchive/lib/"
 for a in "$dest"/libdeflate/lib/*.a "$dest"/libarchive/lib/*.a; do check_pic "$a"; done
+
+# sg2 serve: TurboJPEG (static, into the executable) and the Boost headers it includes.
+mkdir -p "$dest/turbojpeg/include" "$dest/turbojpeg/lib"
+cp "$(file_of libturbojpeg0-dev turbojpeg.h)" "$dest/turbojpeg/include/"
+cp "$(file_of libturbojpeg0-dev libturbojpeg.a)" "$dest/turbojpeg/lib/"
+probe=$(mktemp -d)
+cat >"$probe/tj.cpp" <<'CPP'
+#include <turbojpeg.h>
+int main() { tjhandle h = tjInitCompress(); return h ? tjDestroy(h) : 1; }
+CPP
+if ! c++ -fPIE -pie -I "$dest/turbojpeg/include" -o "$probe/tj" "$probe/tj.cpp" "$dest/turbojpeg/lib/libturbojpeg.a" \
+     2>"$probe/err" || ! "$probe/tj"; then
+  echo "deps_for_gpu: libturbojpeg.a does not link into a position-independent executable: $(head -3 "$probe/err")" >&2
+  exit 1
+fi
+serve_sources=(apps/serve.cpp apps/serve/*.cpp)
+boost_headers() {  # the Boost headers the serve sources include, with extra include folders first
+  for f in "${serve_sources[@]}"; do
+    c++ -std=c++17 -DBOOST_ASIO_NO_DEPRECATED -M -MG "$@" -I apps -I include "$f"
+  done | tr ' \\' '\n\n' | grep -E '/boost/' | sort -u
+}
+rm -rf "$dest/boost"
+mkdir -p "$dest/boost/include"
+boost_headers | grep '^/usr/include/boost/' | sed 's|^/usr/include/||' >"$probe/list"
+for d in asio beast config predef; do (cd /usr/include && find "boost/$d" -type f) >>"$probe/list"; done
+boost_dest=$(cd "$dest/boost/include" && pwd)
+sort -u "$probe/list" | (cd /usr/include && xargs cp --parents -t "$boost_dest")
+if boost_headers -I "$dest/boost/include" | grep -q '^/usr/include/boost/'; then
+  echo "deps_for_gpu: the Boost copy misses headers: $(boost_headers -I "$dest/boost/include" | grep -m3 '^/usr/include/boost/')" >&2
+  exit 1
+fi
+rm -rf "$probe"
 {
   echo "# Debian packages copied by scripts/deps_for_gpu.sh on $(date -u +%Y-%m-%d)"
   for p in "${pkgs[@]}"; do dpkg-query -W -f='${Package} ${Version}\n' "$p"; done

@@ -8,9 +8,11 @@ set -euo pipefail
 # and CRC-32; libarchive-dev: zip output (--outdir NAME.zip); libcurl4-openssl-dev: --network URL
 # downloads (CMake option SG2_DOWNLOADS); libdnnl-dev: the CPU backend's convolutions (oneDNN);
 # openmpi-bin: the tests of sharded runs under mpirun; clang-format: the formatting test
-# (scripts/format.sh --check).
+# (scripts/format.sh --check); libboost-dev (Boost.Beast, Asio: HTTP) and libturbojpeg0-dev (JPEG):
+# sg2 serve; chromium: the explorer page's browser test (tests/serve); curl: the docs' examples.
 packages=(cmake g++ ninja-build pkg-config python3 libcxxopts-dev nlohmann-json3-dev libgtest-dev
-          libpng-dev libcurl4-openssl-dev libdeflate-dev libarchive-dev zlib1g-dev libdnnl-dev openmpi-bin clang-format)
+          libpng-dev libcurl4-openssl-dev libdeflate-dev libarchive-dev zlib1g-dev libdnnl-dev openmpi-bin clang-format
+          libboost-dev libturbojpeg0-dev chromium curl)
 optional=()  # installed when the distribution has them
 if [[ "${SG2_WITH_FUZZ:-1}" == "1" ]]; then
   packages+=(clang)

@@ -34,7 +34,7 @@ namespace {
 using namespace sg2::cuda;
 
 constexpr size_t kWorkspaceLimit = size_t(1) << 30;  // per convolution
-constexpr int kMaxCachedBatches = 2;
+constexpr int kDefaultCachedBatches = 2;             // batch sizes whose executors stay (keep_batch_sizes raises it)
 
 /// Device [N, H, W, C] in `dtype` -> host [N, C, H, W] float32.
 Tensor download_nhwc(const void* x, DType dtype, int N, int H, int W, int C, cudaStream_t s) {
@@ -196,6 +196,20 @@ class CudaBackend final : public Backend, public DeviceBench {
 
   DeviceBench* device_bench() override { return this; }
 
+  bool keeps_state_per_batch_size() const override { return true; }
+  void keep_batch_sizes(int n) override { cached_batches_ = std::max(cached_batches_, std::min(n, 64)); }
+
+  bool device_memory(DeviceMemory* out) override {
+    DeviceGuard g(index_);
+    size_t free_b = 0, total_b = 0;
+    SG2_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    out->sg2_bytes = stats_.current;
+    out->peak_bytes = stats_.peak;
+    out->free_bytes = free_b;
+    out->total_bytes = total_b;
+    return true;
+  }
+
   // --- DeviceBench ---------------------------------------------------------------------------
 
   BenchResult time_generate(int batch, int warmup, int iters, uint64_t seed) override {
@@ -266,7 +280,7 @@ class CudaBackend final : public Backend, public DeviceBench {
   Executor& executor(int N) {
     auto it = executors_.find(N);
     if (it == executors_.end()) {
-      while (static_cast<int>(executors_.size()) >= kMaxCachedBatches) {
+      while (static_cast<int>(executors_.size()) >= cached_batches_) {
         auto oldest = std::min_element(executors_.begin(), executors_.end(),
                                        [](const auto& a, const auto& b) { return a.second.used < b.second.used; });
         executors_.erase(oldest);
@@ -496,6 +510,7 @@ class CudaBackend final : public Backend, public DeviceBench {
   std::vector<const ConvLayer*> noise_layers_;
   uint64_t use_counter_ = 0;
   int max_ok_batch_ = INT_MAX;
+  int cached_batches_ = kDefaultCachedBatches;
 };
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "sg2/convert.h"
 #include "sg2/generator.h"
 #include "sg2/image.h"
+#include "sg2/image_pipe.h"
 #include "sg2/random_model.h"
 #include "sg2/stream.h"
 
@@ -142,5 +143,43 @@ TEST(GpuBatchInvariance, EveryBatchSizePositionAndWorkerCountInEveryPrecision) {
         EXPECT_EQ(u8[i], to_image8(ref, int64_t(i)).pixels) << what << ": image " << i << " (uint8, 2 workers)";
       std::cout << "  batch invariance checked: " << what << "\n";
     }
+  }
+}
+
+// sg2 serve's path (sg2/image_pipe.h): batches of any size, padded on the GPU to the next power of two,
+// give each row's image made alone; random noise keyed per image.
+TEST(GpuImagePipe, PaddedBatchesGiveEachRowMadeAlone) {
+  SG2_REQUIRE_GPU();
+  const Model m = make_random_model(make_config(64, 4096, 128, 64, 64, 3, 3, 2, Architecture::skip, 256.0f, 2), 9);
+  const std::vector<uint32_t> seeds = {5, 1, 900, 42, 7};
+  for (Precision p : {Precision::fp32, Precision::automatic}) {
+    Generator gen(m, on_gpu(p, 0)), alone(m, on_gpu(p, 1));
+    const Tensor ws = gen.map(z_from_seeds(seeds, 64), one_hot(std::vector<int>(seeds.size(), 1), 3));
+    ImagePipe pipe(gen, 8, 3), one(alone, 1, 2);
+    EXPECT_EQ(pipe.padded_size(3), 4);
+    EXPECT_EQ(pipe.padded_size(5), 8);
+    EXPECT_EQ(pipe.padded_size(8), 8);
+    for (int n : {1, 3, 5}) {
+      NoiseSpec noise;
+      noise.mode = NoiseMode::random;
+      noise.seed = 4;
+      for (int i = 0; i < n; ++i) noise.keys.push_back(seeds[size_t(i)]);
+      const int id = pipe.submit(ws.slice0(0, n), noise);
+      const ImageBatch b = pipe.wait(id);
+      ASSERT_EQ(b.count, n);
+      for (int i = 0; i < n; ++i) {
+        NoiseSpec single = noise;
+        single.keys = {seeds[size_t(i)]};
+        const int j = one.submit(ws.slice0(i, i + 1), single);
+        const ImageBatch a = one.wait(j);
+        EXPECT_EQ(std::memcmp(b.u8 + size_t(i) * b.image_bytes(), a.u8, a.image_bytes()), 0)
+            << to_string(p) << ", batch of " << n << ", image " << i;
+        one.release(j);
+      }
+      pipe.release(id);
+    }
+    const DeviceMemory mem = device_memory(gen);
+    EXPECT_GT(mem.sg2_bytes, size_t(0));
+    EXPECT_GT(mem.total_bytes, mem.free_bytes);
   }
 }
