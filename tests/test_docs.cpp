@@ -148,8 +148,11 @@ TEST(Docs, TheReadmeLinksEveryPage) {
   const std::string readme = slurp(source_path("README.md"));
   std::set<std::string> linked;
   for (const Link& l : links_of(readme)) linked.insert(l.target.substr(0, l.target.find('#')));
-  for (const std::string& page : doc_pages())
-    if (page != "README.md") EXPECT_EQ(linked.count(page), 1u) << "README.md does not link " << page;
+  for (const std::string& page : doc_pages()) {
+    if (page != "README.md") {
+      EXPECT_EQ(linked.count(page), 1u) << "README.md does not link " << page;
+    }
+  }
   for (const char* f : {"LICENSE", "NOTICE"}) EXPECT_EQ(linked.count(f), 1u) << "README.md does not link " << f;
 }
 
