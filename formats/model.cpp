@@ -367,7 +367,7 @@ ModelConfig config_from_json(const std::string& text, const std::string& what) {
   try {
     c.validate();
   } catch (const Error& e) {
-    fail(ErrorKind::bad_file, what, ": ", e.what());
+    throw Error(ErrorKind::bad_file, what + ": " + e.message(), e.hint());
   }
   return c;
 }

@@ -135,7 +135,7 @@ std::string inspect_to_text(const InspectReport& r) {
   const ModelConfig& c = r.config;
   std::ostringstream os;
   auto row = [&](const char* k, const std::string& v) { os << "  " << std::left << std::setw(18) << k << v << "\n"; };
-  os << r.file << "\n";
+  os << readers::pickle::printable(r.file, 4096) << "\n";  // a file name may hold escapes or newlines
   row("format", r.format + ", " + std::to_string(r.file_size) + " bytes");
   row("family",
       detail::printable(r.family, 80) + (r.generator.empty() ? "" : " (" + detail::printable(r.generator, 80) + ")"));

@@ -103,6 +103,7 @@ struct TempSlot {
 TempSlot g_temp_slots[kTempSlots];
 std::atomic<int> g_closing{0};
 std::atomic<int> g_child_pid{0};
+std::atomic<void (*)(int)> g_interrupt_callback{nullptr};
 
 void wait_for_the_end() {
   for (;;) ::pause();  // the interrupt handler re-raises its signal: the process ends
@@ -152,6 +153,7 @@ void sg2_interrupt_handler(int sig) {
   const pid_t child = g_child_pid.load();
   if (child > 0) ::kill(child, SIGTERM);
   sg2::remove_temporary_files();
+  if (void (*callback)(int) = g_interrupt_callback.load()) callback(sig);
   std::signal(sig, SIG_DFL);
   std::raise(sig);
 }
@@ -481,6 +483,8 @@ int register_temporary_file(const std::string& path) {
 void unregister_temporary_file(int handle) noexcept { detail::unregister_temp(handle); }
 
 void set_child_process(int pid) noexcept { detail::g_child_pid.store(pid); }
+
+void set_interrupt_callback(void (*callback)(int signal)) noexcept { detail::g_interrupt_callback.store(callback); }
 
 void install_interrupt_cleanup() {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) {

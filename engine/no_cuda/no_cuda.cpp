@@ -4,15 +4,18 @@
 
 namespace sg2 {
 
-int cuda_device_count(std::string* why) {
+namespace {
+constexpr const char* kRebuild = "rebuild sg2 with the CUDA toolkit installed (SG2_CUDA=ON)";
+}
+
+int cuda_device_count(std::string* why, std::string* hint) {
   if (why) *why = "this sg2 was built without the CUDA backend (configured with SG2_CUDA=OFF)";
+  if (hint) *hint = kRebuild;
   return 0;
 }
 
 std::unique_ptr<Backend> make_cuda_backend(const Model&, int, Precision, bool) {
-  fail(ErrorKind::device,
-       "this sg2 was built without the CUDA backend. HINT: rebuild with the CUDA "
-       "toolkit installed");
+  throw Error(ErrorKind::device, "this sg2 was built without the CUDA backend", kRebuild);
 }
 
 }  // namespace sg2
