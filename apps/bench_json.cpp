@@ -47,7 +47,8 @@ std::string Json::dump(int indent) const { return impl_->j.dump(indent); }
 namespace {
 
 /// config -> precision -> [numbers] of a section of the reference file.
-void read_table(const nlohmann::json& configs, std::map<std::pair<std::string, std::string>, std::vector<double>>& out) {
+void read_table(const nlohmann::json& configs,
+                std::map<std::pair<std::string, std::string>, std::vector<double>>& out) {
   for (const auto& [config, precisions] : configs.items())
     for (const auto& [precision, values] : precisions.items())
       out[{config, precision}] = values.get<std::vector<double>>();

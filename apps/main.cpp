@@ -3,6 +3,7 @@
 #include <iostream>
 #include <string>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "sg2/error.h"
 #include "sg2/interrupt.h"
@@ -22,7 +23,8 @@ void print_usage(std::ostream& os) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  sg2::install_interrupt_cleanup();  // an interrupted run leaves no temporary files
+  sg2::install_interrupt_cleanup();          // an interrupted run leaves no temporary files,
+  sg2::cli::install_cli_interrupt_report();  // nor the empty folders it made, and says so
   if (argc < 2) {
     print_usage(std::cerr);
     return 2;

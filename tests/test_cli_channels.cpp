@@ -2,6 +2,7 @@
 // than 4 channels only fit .npy, and every command says so before any work, in its own terms.
 #include <gtest/gtest.h>
 
+#include "sg2/error.h"
 #include "sg2/image.h"
 #include "sg2/npy.h"
 #include "test_cli_run.h"
@@ -53,7 +54,8 @@ TEST(CliChannels, FiveChannelsAreWrittenAsNpyAndRefusedAsPng) {
     EXPECT_EQ(read_npy_tensor(dir + f).shape(), (std::vector<int64_t>{1, 5, 16, 16})) << f;
   EXPECT_FALSE(file_exists(dir + "/int/frame00000.png"));
   EXPECT_FALSE(file_exists(dir + "/int/interpolation.mp4"));
-  EXPECT_TRUE(has_text(r.err, "sg2 interpolate: note: --format npy writes no PNG frames, so no video was made")) << r.err;
+  EXPECT_TRUE(has_text(r.err, "sg2 interpolate: note: --format npy writes no PNG frames, so no video was made"))
+      << r.err;
   // the library's own message says what can be done and names no internal function
   Tensor img({1, 5, 2, 2});
   try {

@@ -152,7 +152,8 @@ TEST(CliHints, TheHintIsASecondLine) {
   }
   CliResult r = run_cli({"inspect", gz});
   EXPECT_EQ(r.status, 1) << describe(r);
-  EXPECT_EQ(r.err, "sg2 inspect: error: " + gz + ": a gzip-compressed file, not a checkpoint\nsg2 inspect: hint: decompress it first\n");
+  EXPECT_EQ(r.err, "sg2 inspect: error: " + gz +
+                       ": a gzip-compressed file, not a checkpoint\nsg2 inspect: hint: decompress it first\n");
   // the library's Error: what() is one line with the hint, message() and hint() apart
   try {
     (void)load_model(gz);
@@ -233,10 +234,9 @@ TEST(CliOutputs, AnArchiveInTheRootFolderIsNotAnEmptyOutdir) {
 TEST(CliOutputs, InterpolateWithoutFfmpegSaysSoInANote) {
   const std::string dir = temp_dir("cli_noffmpeg");
   const std::string model = write_tiny_model(dir);
-  const CliResult r =
-      run_cli({"interpolate", "--network", model, "--device", "cpu", "--seeds", "0,1", "--frames", "2", "--outdir",
-               dir + "/o"},
-              {"PATH=" + dir});
+  const CliResult r = run_cli(
+      {"interpolate", "--network", model, "--device", "cpu", "--seeds", "0,1", "--frames", "2", "--outdir", dir + "/o"},
+      {"PATH=" + dir});
   ASSERT_EQ(r.status, 0) << describe(r);
   EXPECT_EQ(r.err.rfind("sg2 interpolate: note: ffmpeg is not on PATH, so no video was made", 0), 0u) << r.err;
   EXPECT_TRUE(file_exists(dir + "/o/frame00002.png"));
