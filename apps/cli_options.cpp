@@ -2,6 +2,9 @@
 #include "cli_options.h"
 
 #include <algorithm>
+// cxxopts' own parser of arguments and option names instead of std::regex (the same syntax for
+// every option sg2 declares): the regex version takes twice as long to compile.
+#define CXXOPTS_NO_REGEX 1
 #include <cxxopts.hpp>
 #include <utility>
 

@@ -271,7 +271,7 @@ std::string config_to_json(const ModelConfig& c, int indent) {
       {"w_avg_estimated", c.w_avg_estimated},
       {"noise_const_missing", c.noise_const_missing},
   };
-  return j.dump(indent);
+  return detail::json_dump(j, indent);
 }
 
 namespace {

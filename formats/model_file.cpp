@@ -178,7 +178,7 @@ void save_model_file(const std::string& path, const Model& model) {
     header[name] = {{"dtype", "F32"}, {"shape", t.shape()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
-  std::string h = header.dump();
+  std::string h = detail::json_dump(header);
   h.append((8 - h.size() % 8) % 8, ' ');
   detail::write_file_atomic(path, [&](std::FILE* f) {
     uint8_t len[8];

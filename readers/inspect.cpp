@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "formats/json_util.h"
 #include "readers/pickle.h"
 #include "readers/read_checkpoint.h"
 #include "sg2/convert.h"
@@ -121,14 +122,14 @@ std::string inspect_to_json(const InspectReport& r, int indent) {
       {"stored_dtypes", r.stored_dtypes},
       {"notes", r.notes},
       {"warnings", r.warnings},
-      {"config", json::parse(config_to_json(c))},
+      {"config", detail::parse_json_bounded(config_to_json(c), "the model's config")},
       {"provenance",
        {{"source_file", r.provenance.source_file},
         {"source_sha256", r.provenance.source_sha256},
         {"source_family", r.provenance.source_family},
         {"converter", r.provenance.converter}}},
   };
-  return j.dump(indent, ' ', false, json::error_handler_t::replace);  // file names need not be UTF-8
+  return detail::json_dump(j, indent, /*replace_invalid_utf8=*/true);  // file names need not be UTF-8
 }
 
 std::string inspect_to_text(const InspectReport& r) {
