@@ -20,7 +20,7 @@ struct sg2_generator {
 
 namespace {
 
-thread_local std::string g_last_error;
+thread_local std::string g_last_error, g_last_hint;
 
 sg2_status status_of(sg2::ErrorKind k) {
   switch (k) {
@@ -48,16 +48,20 @@ sg2_status guarded(F&& f) {
     f();
     return SG2_OK;
   } catch (const sg2::Error& e) {
-    g_last_error = e.what();
+    g_last_error = e.message();
+    g_last_hint = e.hint();
     return status_of(e.kind());
   } catch (const std::bad_alloc&) {
     g_last_error = "out of host memory";
+    g_last_hint.clear();
     return SG2_ERR_OUT_OF_MEMORY;
   } catch (const std::exception& e) {
     g_last_error = e.what();
+    g_last_hint.clear();
     return SG2_ERR_INTERNAL;
   } catch (...) {
     g_last_error = "unknown error";
+    g_last_hint.clear();
     return SG2_ERR_INTERNAL;
   }
 }
@@ -123,6 +127,8 @@ void copy_out(const sg2::Tensor& t, float* out) {
 extern "C" {
 
 const char* sg2_last_error(void) { return g_last_error.c_str(); }
+
+const char* sg2_last_error_hint(void) { return g_last_hint.c_str(); }
 
 const char* sg2_version(void) { return sg2::version(); }
 

@@ -96,17 +96,18 @@ std::string default_model_path() {
   const char* env = std::getenv("SG2_MODEL");
   if (env != nullptr && *env != '\0') {
     if (is_regular_file(env)) return env;
-    fail(ErrorKind::io, "SG2_MODEL is set to '", printable(env, 200),
-         "', which is not a readable file. HINT: point SG2_MODEL at a model file or checkpoint, or unset it to use the "
-         "bundled digits32 model");
+    fail_hint(ErrorKind::io,
+              "point SG2_MODEL at a model file or checkpoint, or unset it to use the bundled digits32 model",
+              "SG2_MODEL is set to '", printable(env, 200), "', which is not a readable file");
   }
   for (const std::string& p : candidates)
     if (is_regular_file(p)) return p;
   std::string looked;
   for (const std::string& p : candidates) looked += (looked.empty() ? "" : ", ") + p;
-  fail(ErrorKind::io, "the bundled model (", default_model_relative_path(), ") was not found; looked in: ", looked,
-       ". HINT: pass a model path, set SG2_MODEL=FILE, or reinstall sg2 (cmake --install puts it under "
-       "<prefix>/share/sg2/models/)");
+  fail_hint(ErrorKind::io,
+            "pass a model path, set SG2_MODEL=FILE, or reinstall sg2 (cmake --install puts it under "
+            "<prefix>/share/sg2/models/)",
+            "the bundled model (", default_model_relative_path(), ") was not found; looked in: ", looked);
 }
 
 Model load_default_model() { return load_model(default_model_path()); }

@@ -320,10 +320,12 @@ std::string download_cached(const std::string& url, const DownloadOptions& optio
   if (downloaded != nullptr) *downloaded = true;
   return path;
 #else
-  fail(ErrorKind::unsupported, "cannot download ", shown_url(url),
-       ": this sg2 was built without downloads (CMake option SG2_DOWNLOADS=OFF: libcurl's development files were "
-       "missing). HINT: download the file yourself (curl -LO URL) and pass its path, or save it as ",
-       detail::printable(path, 200), " to have sg2 use it for this URL");
+  fail_hint(ErrorKind::unsupported,
+            "download the file yourself (curl -LO URL) and pass its path, or save it as " +
+                detail::printable(path, 200) + " to have sg2 use it for this URL",
+            "cannot download ", shown_url(url),
+            ": this sg2 was built without downloads (CMake option SG2_DOWNLOADS=OFF: libcurl's development files "
+            "were missing)");
 #endif
 }
 

@@ -17,27 +17,14 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli_util.h"
 #include "sg2/error.h"
 #include "sg2/generator.h"
 
 namespace sg2::cli {
 namespace {
-
-std::vector<int> int_list(const std::string& s, const char* what) {
-  std::vector<int> v;
-  std::stringstream ss(s);
-  std::string tok;
-  while (std::getline(ss, tok, ',')) {
-    if (tok.empty() || tok.size() > 6 || tok.find_first_not_of("0123456789") != std::string::npos || std::stoi(tok) < 1)
-      fail(ErrorKind::invalid_argument, "bad ", what, " '", tok, "' in '", s, "'");
-    v.push_back(std::stoi(tok));
-  }
-  if (v.empty()) fail(ErrorKind::invalid_argument, "no ", what, " given");
-  return v;
-}
 
 double cpu_seconds() {
   rusage u{};
@@ -77,42 +64,29 @@ double psnr_pm1(const Tensor& a, const Tensor& b, double* max_abs) {
   return mse == 0 ? INFINITY : 10.0 * std::log10(4.0 / mse);
 }
 
-int run_cpu_bench(const cxxopts::ParseResult& args, const Model& model, const std::string& label,
-                  const std::string& config_name, const char* reference_json) {
+int run_cpu_bench(const Args& args, const Model& model, const std::string& label, const std::string& config_name,
+                  const BenchReference& reference, int iters, int warmup) {
   const ModelConfig& cfg = model.config;
-  const nlohmann::json reference = nlohmann::json::parse(reference_json)["cpu_official"];
-  // [threads, batch, s/img] rows of this config; a batch > 1 row stands for every batch > 1
-  auto official = [&](int threads, int batch) -> double {
-    if (config_name.empty() || !reference["configs"].contains(config_name)) return -1;
-    for (const auto& r : reference["configs"][config_name])
-      if (r[0].get<int>() == threads && (r[1].get<int>() == batch || (batch > 1 && r[1].get<int>() > 1)))
-        return r[2].get<double>();
-    return -1;
-  };
-  const std::vector<int> batches =
-      int_list(args.count("batch") ? args["batch"].as<std::string>() : "1,8", "batch size");
-  const int iters = args.count("iters") ? args["iters"].as<int>() : 5;
-  const int warmup = args.count("warmup") ? args["warmup"].as<int>() : 1;
+  const std::vector<int> batches = parse_positive_list("batch", args.has("batch") ? args.get("batch") : "1,8");
   const std::vector<int> jobs =
-      int_list(args.count("threads") ? args["threads"].as<std::string>() : std::to_string(cores()), "--threads");
-  const bool as_json = args.count("json") > 0, quiet = args.count("quiet") > 0;
-  const uint64_t seed = args["seed"].as<uint64_t>();
+      parse_positive_list("threads", args.has("threads") ? args.get("threads") : std::to_string(cores()), 1024);
+  const bool as_json = args.has("json"), quiet = args.has("quiet");
+  const uint64_t seed = parse_u64("seed", args.get("seed"));
   Precision precision = Precision::fp32;
-  if (args.count("precision")) {
-    precision = parse_precision(args["precision"].as<std::string>());
+  if (args.has("precision")) {
+    precision = parse_precision(args.get("precision"));
     if (precision == Precision::automatic) precision = Precision::fp32;
   }
-  nlohmann::json out;
-  out["model"] = label;
-  out["device"] = "cpu";
-  out["iters"] = iters;
-  out["warmup"] = warmup;
+  Json out;
+  out.set("model", label).set("device", "cpu").set("iters", iters).set("warmup", warmup);
   std::ostringstream table;
   char line[512];
   std::snprintf(line, sizeof line, "%7s %5s %10s %19s %9s %9s %11s %13s\n", "threads", "batch", "median ms",
                 "min-max ms", "img/s", "ms/img", "cpu s/img", "vs official");
   table << line;
-  const bool timed = !args.count("accuracy-only");
+  const bool timed = !args.has("accuracy-only");
+  Progress progress("sg2 bench", timed ? int64_t(jobs.size() * batches.size()) : 0, quiet);
+  int64_t runs_done = 0;
   for (int j : timed ? jobs : std::vector<int>{}) {
     GeneratorOptions o;
     o.device = Device{};
@@ -120,7 +94,7 @@ int run_cpu_bench(const cxxopts::ParseResult& args, const Model& model, const st
     o.threads = j;
     for (int n : batches) {
       o.max_batch = n;
-      Generator gen(model, o);
+      Generator gen = open_generator(model, o);
       std::vector<uint32_t> seeds;
       std::vector<int> classes;
       for (int i = 0; i < n; ++i) {
@@ -144,32 +118,33 @@ int run_cpu_bench(const cxxopts::ParseResult& args, const Model& model, const st
       }
       const double med = median(ms), img_s = 1000.0 * n / med, cpu_img = median(cpu) / n;
       std::string vs = "-";
-      nlohmann::json row = {{"threads", j},
-                            {"batch", n},
-                            {"median_ms", med},
-                            {"min_ms", *std::min_element(ms.begin(), ms.end())},
-                            {"max_ms", *std::max_element(ms.begin(), ms.end())},
-                            {"img_per_s", img_s},
-                            {"ms_per_img", med / n},
-                            {"cpu_s_per_img", cpu_img},
-                            {"output_finite", finite}};
-      const double of = official(j, n);
+      Json row;
+      row.set("threads", j)
+          .set("batch", n)
+          .set("median_ms", med)
+          .set("min_ms", *std::min_element(ms.begin(), ms.end()))
+          .set("max_ms", *std::max_element(ms.begin(), ms.end()))
+          .set("img_per_s", img_s)
+          .set("ms_per_img", med / n)
+          .set("cpu_s_per_img", cpu_img)
+          .set("output_finite", finite);
+      const double of = config_name.empty() ? -1 : reference.cpu_official(config_name, j, n);
       if (of > 0) {
         const double ratio = of * 1000.0 / (med / n);
         vs = fmt("%.1fx", ratio);
-        row["official_s_per_img"] = of;
-        row["vs_official"] = ratio;
+        row.set("official_s_per_img", of).set("vs_official", ratio);
       }
-      out["runs"].push_back(row);
+      out.append("runs", row);
       std::snprintf(line, sizeof line, "%7d %5d %10.1f %9.1f-%-9.1f %9.2f %9.1f %11.3f %13s%s\n", j, n, med,
                     *std::min_element(ms.begin(), ms.end()), *std::max_element(ms.begin(), ms.end()), img_s, med / n,
                     cpu_img, vs.c_str(), finite ? "" : "  (OUTPUT NOT FINITE)");
       table << line;
-      if (!as_json && !quiet) std::cerr << line << std::flush;  // progress
+      progress.set(++runs_done);
     }
   }
+  progress.finish();
   std::ostringstream acc;
-  if (args.count("accuracy") || args.count("accuracy-only")) {
+  if (args.has("accuracy") || args.has("accuracy-only")) {
     // the oneDNN path against the reference ops (kernels/ref, the tests' oracle): 2 images
     const Tensor z = z_from_seeds({uint32_t(seed), uint32_t(seed + 1)}, cfg.z_dim);
     const Tensor c = cfg.c_dim > 0 ? one_hot({0, 1 % cfg.c_dim}, cfg.c_dim) : Tensor();
@@ -183,7 +158,7 @@ int run_cpu_bench(const cxxopts::ParseResult& args, const Model& model, const st
     const double psnr = psnr_pm1(a, b, &mx);
     acc << "accuracy vs the reference ops (2 images, const noise, psi 1): max|diff| " << fmt("%.2e", mx) << ", PSNR "
         << fmt("%.1f", psnr) << " dB\n";
-    out["accuracy"] = {{"max_abs_diff", mx}, {"psnr_db", psnr}, {"images", 2}};
+    out.set("accuracy", Json().set("max_abs_diff", mx).set("psnr_db", psnr).set("images", 2));
   }
   if (as_json) {
     std::cout << out.dump(2) << "\n";
@@ -196,8 +171,8 @@ int run_cpu_bench(const cxxopts::ParseResult& args, const Model& model, const st
                  "thread count over ours\n";
     if (timed) std::cout << table.str();
     std::cout << acc.str();
-    if (timed && !config_name.empty() && reference["configs"].contains(config_name))
-      std::cout << "official CPU figures: " << reference["source"].get<std::string>() << "\n";
+    if (timed && !config_name.empty() && reference.has_cpu(config_name))
+      std::cout << "official CPU figures: " << reference.cpu_source << "\n";
   }
   return 0;
 }

@@ -11,8 +11,8 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
-#include <nlohmann/json.hpp>
 
+#include "bench_json.h"
 #include "cli_util.h"
 #include "image_writer.h"
 #include "sg2/error.h"
@@ -41,7 +41,8 @@ void remove_written(const std::string& dir) {
 }
 }  // namespace
 
-int run_end_to_end_bench(const cxxopts::ParseResult& args, const Model& model, const std::string& label) {
+int run_end_to_end_bench(const Args& args, const Model& model, const std::string& label,
+                         const std::string& device_text) {
   const std::string seeds_text = has(args, "seeds") ? get(args, "seeds") : "0-255";
   ImageJob job;
   job.seeds = parse_seeds(seeds_text);
@@ -49,13 +50,12 @@ int run_end_to_end_bench(const cxxopts::ParseResult& args, const Model& model, c
   const std::string fmt_text = has(args, "format") ? get(args, "format") : "png";
   const OutputFormat fmt = parse_format(fmt_text);
   if (fmt != OutputFormat::png && fmt != OutputFormat::u8npy)
-    fail(ErrorKind::invalid_argument, "--end-to-end --format: png or u8npy, not '", fmt_text, "'");
+    fail(ErrorKind::invalid_argument, "--end-to-end --format: png or u8npy, not '", printable(fmt_text), "'");
   ImageOutputs io;
   io.format = fmt;
   io.png.level = has(args, "png-level") ? parse_png_level(get(args, "png-level")) : kPngLevelDefault;
   io.jobs = has(args, "jobs") ? static_cast<int>(parse_int("jobs", get(args, "jobs"), 1, 1024)) : available_cores();
   io.stem = [](const StreamImage& im) { return seed_stem(im.key); };
-  const std::string device_text = has(args, "device") ? get(args, "device") : "cuda";
   const std::vector<Device> devices = parse_devices(device_text);
   GeneratorOptions go;
   go.precision = parse_precision(has(args, "precision") ? get(args, "precision") : "auto");
@@ -87,7 +87,7 @@ int run_end_to_end_bench(const cxxopts::ParseResult& args, const Model& model, c
   for (const Device& d : devices) {
     GeneratorOptions o = go;
     o.device = d;
-    gens.emplace_back(model, o);
+    gens.push_back(open_generator(model, o));
   }
   std::vector<Generator*> ptrs;
   for (Generator& g : gens) ptrs.push_back(&g);
@@ -114,31 +114,32 @@ int run_end_to_end_bench(const cxxopts::ParseResult& args, const Model& model, c
   std::string where;
   for (size_t i = 0; i < gens.size(); ++i) where += (i ? "," : "") + gens[i].device().str();
   if (has(args, "json")) {
-    nlohmann::json j = {{"model", label},
-                        {"devices", where},
-                        {"precision", to_string(go.precision)},
-                        {"batch_invariance", inv},
-                        {"format", fmt_text},
-                        {"png_level", png_level_name(io.png.level)},
-                        {"jobs", io.jobs},
-                        {"images", st.images},
-                        {"wall_s", st.wall_s},
-                        {"img_per_s", img_s},
-                        {"bytes", st.bytes},
-                        {"prepare_s", st.stream.prepare_s},
-                        {"submit_s", st.stream.submit_s},
-                        {"wait_s", st.stream.wait_s},
-                        {"sink_s", st.stream.sink_s},
-                        {"encode_s", st.encode_s},
-                        {"write_s", st.write_s},
-                        {"limit", limit}};
+    Json j;
+    j.set("model", label)
+        .set("devices", where)
+        .set("precision", to_string(go.precision))
+        .set("batch_invariance", inv)
+        .set("format", fmt_text)
+        .set("png_level", png_level_name(io.png.level))
+        .set("jobs", io.jobs)
+        .set("images", st.images)
+        .set("wall_s", st.wall_s)
+        .set("img_per_s", img_s)
+        .set("bytes", st.bytes)
+        .set("prepare_s", st.stream.prepare_s)
+        .set("submit_s", st.stream.submit_s)
+        .set("wait_s", st.stream.wait_s)
+        .set("sink_s", st.stream.sink_s)
+        .set("encode_s", st.encode_s)
+        .set("write_s", st.write_s)
+        .set("limit", limit);
     std::cout << j.dump(2) << "\n";
     return 0;
   }
   char line[512];
   std::printf("sg2 bench --end-to-end: %s\n", label.c_str());
   std::printf("  %lld images (seeds %s) on %s, %s, batch invariance %s, --format %s%s, %d encoder threads\n",
-              static_cast<long long>(st.images), seeds_text.c_str(), where.c_str(), to_string(go.precision),
+              static_cast<long long>(st.images), printable(seeds_text).c_str(), where.c_str(), to_string(go.precision),
               inv.c_str(), fmt_text.c_str(),
               fmt == OutputFormat::png ? (" --png-level " + png_level_name(io.png.level)).c_str() : "", io.jobs);
   std::snprintf(line, sizeof line, "  %.2f s, %.1f img/s, %.1f MB written (%.1f MB/s)\n", st.wall_s, img_s, mb,

@@ -8,8 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +20,7 @@
 #include <limits>
 #include <sstream>
 
+#include "commands.h"
 #include "sg2/convert.h"
 #include "sg2/default_model.h"
 #include "sg2/download.h"
@@ -32,47 +35,21 @@ namespace sg2::cli {
 
 // --- parsing -------------------------------------------------------------------------------
 
-cxxopts::Options make_options(const std::string& command, const std::string& description) {
-  cxxopts::Options opts("sg2 " + command, description);
-  opts.set_width(100);
-  opts.add_options()("h,help", "show this help");
-  return opts;
+Options make_options(const std::string& command, const std::string& description) {
+  return Options("sg2 " + command, description);
 }
 
-cxxopts::ParseResult parse(cxxopts::Options& opts, int argc, char** argv) {
-  const std::string cmd = opts.program();
-  try {
-    cxxopts::ParseResult r = opts.parse(argc, argv);
-    if (!r.unmatched().empty())
-      fail(ErrorKind::invalid_argument, "unexpected argument '", printable(r.unmatched().front()), "' (see ", cmd,
-           " --help)");
-    return r;
-  } catch (const cxxopts::exceptions::exception& e) {
-    // cxxopts quotes with U+2018/U+2019; plain quotes, so that escaping keeps the message readable
-    std::string what = e.what();
-    for (const char* q : {"\xe2\x80\x98", "\xe2\x80\x99"})
-      for (size_t p = what.find(q); p != std::string::npos; p = what.find(q)) what.replace(p, 3, "'");
-    fail(ErrorKind::invalid_argument, printable(what, 200), " (see ", cmd, " --help)");
-  }
-}
+Args parse(Options& opts, int argc, char** argv) { return opts.parse(argc, argv); }
 
-bool print_help_if_asked(const cxxopts::Options& opts, const cxxopts::ParseResult& args) {
-  if (args.count("help") == 0) return false;
+bool print_help_if_asked(const Options& opts, const Args& args) {
+  if (!args.help()) return false;
   std::cout << opts.help();  // flushed and checked at the end (finish_stdout)
   return true;
 }
 
-bool has(const cxxopts::ParseResult& args, const std::string& name) { return args.count(name) > 0; }
+bool has(const Args& args, const std::string& name) { return args.has(name); }
 
-std::string get(const cxxopts::ParseResult& args, const std::string& name) {
-  try {
-    const cxxopts::OptionValue& v = args[name];
-    if (v.count() == 0 && !v.has_default()) return {};
-    return v.as<std::string>();
-  } catch (const cxxopts::exceptions::exception& e) {
-    fail(ErrorKind::invalid_argument, "--", name, ": ", e.what());
-  }
-}
+std::string get(const Args& args, const std::string& name) { return args.get(name); }
 
 int64_t parse_int(const std::string& what, const std::string& text, int64_t lo, int64_t hi) {
   errno = 0;
@@ -80,17 +57,18 @@ int64_t parse_int(const std::string& what, const std::string& text, int64_t lo, 
   const long long v = std::strtoll(text.c_str(), &end, 10);
   if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE ||
       std::isspace(static_cast<unsigned char>(text[0])))
-    fail(ErrorKind::invalid_argument, "--", what, ": '", text, "' is not an integer");
+    fail(ErrorKind::invalid_argument, "--", what, ": '", printable(text), "' is not an integer");
   if (v < lo || v > hi) fail(ErrorKind::invalid_argument, "--", what, ": ", v, " is out of range [", lo, ", ", hi, "]");
   return v;
 }
 
 uint64_t parse_u64(const std::string& what, const std::string& text) {
   if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
-    fail(ErrorKind::invalid_argument, "--", what, ": '", text, "' is not a non-negative integer");
+    fail(ErrorKind::invalid_argument, "--", what, ": '", printable(text), "' is not a non-negative integer");
   errno = 0;
   const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
-  if (errno == ERANGE) fail(ErrorKind::invalid_argument, "--", what, ": ", text, " is out of range [0, 2^64-1]");
+  if (errno == ERANGE)
+    fail(ErrorKind::invalid_argument, "--", what, ": ", printable(text), " is out of range [0, 2^64-1]");
   return v;
 }
 
@@ -99,10 +77,13 @@ float parse_float(const std::string& what, const std::string& text) {
   char* end = nullptr;
   const float v = std::strtof(text.c_str(), &end);
   if (text.empty() || end != text.c_str() + text.size() || std::isspace(static_cast<unsigned char>(text[0])))
-    fail(ErrorKind::invalid_argument, "--", what, ": '", text, "' is not a number");
-  if (!std::isfinite(v)) fail(ErrorKind::invalid_argument, "--", what, ": ", text, " is not a finite number");
+    fail(ErrorKind::invalid_argument, "--", what, ": '", printable(text), "' is not a number");
+  if (!std::isfinite(v))
+    fail(ErrorKind::invalid_argument, "--", what, ": ", printable(text), " is not a finite number");
   return v;
 }
+
+std::string shown(const std::string& text) { return printable(text, 4096); }
 
 std::string trim_blanks(const std::string& s) {
   const size_t b = s.find_first_not_of(" \t");
@@ -122,11 +103,25 @@ std::vector<int> parse_index_list(const std::string& what, const std::string& te
     if (dash != std::string::npos) {
       const int64_t a = parse_int(what, trim_blanks(tok.substr(0, dash)), 0, 1 << 20);
       const int64_t b = parse_int(what, trim_blanks(tok.substr(dash + 1)), 0, 1 << 20);
-      if (b < a) fail(ErrorKind::invalid_argument, "--", what, ": range '", tok, "' ends below its start");
+      if (b < a) fail(ErrorKind::invalid_argument, "--", what, ": range '", printable(tok), "' ends below its start");
       for (int64_t i = a; i <= b; ++i) out.push_back(static_cast<int>(i));
     } else {
       out.push_back(static_cast<int>(parse_int(what, tok, 0, 1 << 20)));
     }
+    if (comma == text.size()) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::vector<int> parse_positive_list(const std::string& what, const std::string& text, int hi) {
+  std::vector<int> out;
+  if (text.empty()) fail(ErrorKind::invalid_argument, "--", what, ": empty list");
+  size_t pos = 0;
+  while (true) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    out.push_back(static_cast<int>(parse_int(what, trim_blanks(text.substr(pos, comma - pos)), 1, hi)));
     if (comma == text.size()) break;
     pos = comma + 1;
   }
@@ -142,7 +137,7 @@ void check_grid_size(const GridShape& g) {
 GridShape parse_grid(const std::string& text) {
   const size_t x = text.find_first_of("xX");
   if (x == std::string::npos || text.find_first_of("xX", x + 1) != std::string::npos)
-    fail(ErrorKind::invalid_argument, "--grid: '", text, "' is not COLSxROWS (for example 10x1)");
+    fail(ErrorKind::invalid_argument, "--grid: '", printable(text), "' is not COLSxROWS (for example 10x1)");
   GridShape g;
   g.cols = static_cast<int>(parse_int("grid", text.substr(0, x), 1, 1 << 16));
   g.rows = static_cast<int>(parse_int("grid", text.substr(x + 1), 1, 1 << 16));
@@ -151,63 +146,63 @@ GridShape parse_grid(const std::string& text) {
 
 // --- model, device, batch ------------------------------------------------------------------
 
-void add_model_options(cxxopts::Options& opts, bool with_batch, bool device_lists) {
+void add_model_options(Options& opts, bool with_batch, bool device_lists) {
   const std::string device_help =
       device_lists ? "cpu, cuda, cuda:N, or a list sharing the batches: cuda:0,1 or cuda:all (default: cuda when a "
                      "GPU is usable, else cpu)"
                    : "cpu, cuda or cuda:N (default: cuda when a GPU is usable, else cpu)";
-  opts.add_options("model")(
-      "network",
-      "model file (.safetensors from sg2 convert) or checkpoint (.pkl, .pt); default: the bundled "
-      "digits32 model (env SG2_MODEL overrides)",
-      cxxopts::value<std::string>(), "FILE")("device", device_help, cxxopts::value<std::string>(), "DEV")(
-      "precision",
-      "auto (fp16 in the checkpoint's fp16 blocks on CUDA, fp32 on CPU), fp32, tf32 or fp16 "
-      "(tf32/fp16: CUDA only)",
-      cxxopts::value<std::string>()->default_value("auto"),
-      "P")("batch-invariance",
-           "on (default): an image's bits never depend on the batch it ran in; off (CUDA): "
-           "cuDNN for tf32/fp16 convolutions, faster, last bits may change with --batch",
-           cxxopts::value<std::string>()->default_value("on"),
-           "on|off")("threads",
-                     "threads computing on --device cpu (default: every core, or env SG2_CPU_THREADS); the images "
-                     "are the same bit for bit with any number",
-                     cxxopts::value<std::string>(), "N");
-  if (with_batch)
-    opts.add_options("model")("batch", "images per generator call (default: the backend's choice)",
-                              cxxopts::value<std::string>(), "N");
+  opts.group("model")
+      .option("network",
+              "model file (.safetensors from sg2 convert) or checkpoint (.pkl, .pt); default: the bundled "
+              "digits32 model (env SG2_MODEL overrides)",
+              "FILE")
+      .option("device", device_help, "DEV")
+      .option("precision",
+              "auto (fp16 in the checkpoint's fp16 blocks on CUDA, fp32 on CPU), fp32, tf32 or fp16 "
+              "(tf32/fp16: CUDA only)",
+              "P", "auto")
+      .option("batch-invariance",
+              "on (default): an image's bits never depend on the batch it ran in; off (CUDA): "
+              "cuDNN for tf32/fp16 convolutions, faster, last bits may change with --batch",
+              "on|off", "on")
+      .option("threads",
+              "threads computing on --device cpu (default: every core, or env SG2_CPU_THREADS); the images "
+              "are the same bit for bit with any number",
+              "N");
+  if (with_batch) opts.option("batch", "images per generator call (default: the backend's choice)", "N");
+  opts.group("");
 }
 
-GeneratorOptions generator_options(const cxxopts::ParseResult& args, bool device_lists) {
+GeneratorOptions generator_options(const Args& args, bool device_lists) {
   GeneratorOptions o;
   if (has(args, "device") && !device_lists) o.device = Device::parse(get(args, "device"));
   o.precision = parse_precision(get(args, "precision"));
   const std::string inv = get(args, "batch-invariance");
   if (inv != "on" && inv != "off")
-    fail(ErrorKind::invalid_argument, "--batch-invariance: expected on or off, got '", inv, "'");
+    fail(ErrorKind::invalid_argument, "--batch-invariance: expected on or off, got '", printable(inv), "'");
   o.batch_invariant = inv == "on";
   if (has(args, "batch")) o.max_batch = static_cast<int>(parse_int("batch", get(args, "batch"), 1, 1 << 20));
   if (has(args, "threads")) o.threads = static_cast<int>(parse_int("threads", get(args, "threads"), 1, 1024));
   return o;
 }
 
-std::string network_path(const cxxopts::ParseResult& args) {
+std::string network_path(const Args& args) {
   if (has(args, "network")) return get(args, "network");
   try {
     return default_model_path();
   } catch (const Error& e) {  // the library's hint in the CLI's terms
-    std::string m = e.what();
+    std::string hint = e.hint();
     const std::string api = "pass a model path";
-    if (const size_t at = m.find(api); at != std::string::npos) m.replace(at, api.size(), "pass --network FILE");
-    throw Error(e.kind(), m);
+    if (const size_t at = hint.find(api); at != std::string::npos) hint.replace(at, api.size(), "pass --network FILE");
+    throw e.with_hint(hint);
   }
 }
 
 void say(const std::string& command, const char* level, const std::string& text) {
-  std::cerr << "sg2 " << command << ": " << level << ": " << text << "\n";
+  std::cerr << "sg2 " << command << ": " << level << ": " << terminal_safe(text) << "\n";
 }
 
-Model load_network(const cxxopts::ParseResult& args, const std::string& command) {
+Model load_network(const Args& args, const std::string& command) {
   std::string path = network_path(args);
   if (is_url(path)) path = network_url_path(path, command, has(args, "quiet"));  // sg2/download.h: the cache
   if (is_model_file(path)) return load_model_file(path);
@@ -232,10 +227,13 @@ Generator open_generator(Model model, const GeneratorOptions& options) {
     return Generator(std::move(model), options);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::device) throw;
-    std::string m = e.what();
-    m += m.find("HINT: ") != std::string::npos ? ", or use --device cpu" : ". HINT: use --device cpu";
-    throw Error(e.kind(), m);
+    throw with_device_hint(e);
   }
+}
+
+Error with_device_hint(const Error& e) {
+  const std::string hint = e.hint();
+  return e.with_hint(hint.empty() ? "use --device cpu" : hint + ", or use --device cpu");
 }
 
 std::vector<Device> parse_devices(const std::string& text) {
@@ -243,7 +241,7 @@ std::vector<Device> parse_devices(const std::string& text) {
     return Device::parse_list(text);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::device) throw;
-    throw Error(e.kind(), std::string(e.what()) + ". HINT: use --device cpu");
+    throw with_device_hint(e);
   }
 }
 
@@ -271,7 +269,7 @@ std::string short_number(double v) {
   return os.str();
 }
 
-int chunk_size(Generator& gen, const cxxopts::ParseResult& args, int64_t images, int workers) {
+int chunk_size(Generator& gen, const Args& args, int64_t images, int workers) {
   // How big a batch fits is the engine's decision (Generator::plan_batch); the CLI words it.
   const GeneratorOptions o = generator_options(args);
   const BatchPlan p = gen.plan_batch(images, o.max_batch, workers);
@@ -287,12 +285,11 @@ int chunk_size(Generator& gen, const cxxopts::ParseResult& args, int64_t images,
        byte_size(p.bytes_available), " are available: use --batch ", p.largest_fitting, " or less");
 }
 
-void add_class_option(cxxopts::Options& opts) {
-  opts.add_options()("class", "class label K for conditional models (required there): c[0, K] = 1",
-                     cxxopts::value<std::string>(), "K");
+void add_class_option(Options& opts) {
+  opts.option("class", "class label K for conditional models (required there): c[0, K] = 1", "K");
 }
 
-Tensor class_labels(const cxxopts::ParseResult& args, const ModelConfig& cfg, int64_t n) {
+Tensor class_labels(const Args& args, const ModelConfig& cfg, int64_t n) {
   if (!has(args, "class")) {
     if (cfg.c_dim > 0)
       fail(ErrorKind::invalid_argument, "this model is conditional (", cfg.c_dim,
@@ -311,33 +308,32 @@ Tensor class_labels(const cxxopts::ParseResult& args, const ModelConfig& cfg, in
 
 // --- sharding ------------------------------------------------------------------------------
 
-void add_shard_option(cxxopts::Options& opts) {
-  opts.add_options()("shard",
-                     "make only part I of N of the list (0 <= I < N; contiguous blocks in list order); "
-                     "default: from Slurm job arrays, srun or mpirun (docs/bulk.md); 0/1 = all",
-                     cxxopts::value<std::string>(), "I/N");
+void add_shard_option(Options& opts) {
+  opts.option("shard",
+              "make only part I of N of the list (0 <= I < N; contiguous blocks in list order); "
+              "default: from Slurm job arrays, srun or mpirun (docs/bulk.md); 0/1 = all",
+              "I/N");
 }
 
-void add_png_level_option(cxxopts::Options& opts) {
-  opts.add_options()(
-      "png-level",
-      "PNG compression: 0-9 as PIL's compress_level (default 6: the official PNGs' size), "
-      "fast (~8x faster; ~5 % larger at 1024x1024, sizes vary with the image size: docs/bulk.md) or smallest; "
-      "the pixels are the same at every level",
-      cxxopts::value<std::string>()->default_value("default"), "L");
+void add_png_level_option(Options& opts) {
+  opts.option("png-level",
+              "PNG compression: 0-9 as PIL's compress_level (default 6: the official PNGs' size), "
+              "fast (~8x faster; ~5 % larger at 1024x1024, sizes vary with the image size: docs/bulk.md) or "
+              "smallest; the pixels are the same at every level",
+              "L", "default");
 }
 
-PngOptions png_options(const cxxopts::ParseResult& args) {
+PngOptions png_options(const Args& args) {
   PngOptions o;
   try {
     o.level = parse_png_level(get(args, "png-level"));
   } catch (const Error& e) {
-    fail(e.kind(), "--png-level: ", e.what());
+    throw e.with_message("--png-level: " + e.message());
   }
   return o;
 }
 
-ShardPlan plan_shard(const cxxopts::ParseResult& args) {
+ShardPlan plan_shard(const Args& args) {
   const EnvLookup env = process_environment();
   const std::optional<std::string> option =
       has(args, "shard") ? std::optional<std::string>(get(args, "shard")) : std::nullopt;
@@ -345,8 +341,8 @@ ShardPlan plan_shard(const cxxopts::ParseResult& args) {
   try {
     p.shard = resolve_shard(option, env);
   } catch (const Error& e) {
-    if (option) fail(e.kind(), "--", e.what());  // "--shard 4/4: I must be below N ..."
-    fail(e.kind(), e.what(), "; pass --shard I/N to choose this process's part");
+    if (option) throw e.with_message("--" + e.message());  // "--shard 4/4: I must be below N ..."
+    throw e.with_hint("pass --shard I/N to choose this process's part");
   }
   if (option) p.shard.source = "--shard";
   const bool device_open = !has(args, "device") || get(args, "device") == "cuda";
@@ -378,6 +374,127 @@ std::string indexed_stem(const std::string& prefix, int64_t index, int width) {
   return prefix + buf;
 }
 
+// --- interrupts ----------------------------------------------------------------------------
+//
+// What the signal handler needs, in fixed storage (it may not allocate): the command's name, the
+// live output folder as printed, the folders it created (raw paths, parents first), its live
+// count of whole files, and a note. Written before the work starts, read by on_interrupt.
+
+namespace {
+
+constexpr int kMaxCreatedDirs = 32;
+constexpr size_t kTextMax = 4096;
+
+struct InterruptReport {
+  char command[64] = "";
+  char dir[kTextMax] = "";
+  char note[kTextMax] = "";
+  char created[kMaxCreatedDirs][kTextMax] = {};
+  int n_created = 0;
+  bool tty = false;
+  std::atomic<const OutputDir*> owner{nullptr};
+  std::atomic<const std::atomic<int64_t>*> files{nullptr};
+};
+InterruptReport g_report;
+
+void copy_text(char* dst, const std::string& src) {
+  const size_t n = std::min(src.size(), kTextMax - 1);
+  std::memcpy(dst, src.data(), n);
+  dst[n] = '\0';
+}
+
+/// Appends to a fixed buffer (async-signal-safe).
+struct Line {
+  char buf[3 * kTextMax + 512];
+  size_t n = 0;
+  Line& operator<<(const char* s) {
+    while (*s && n + 1 < sizeof buf) buf[n++] = *s++;
+    return *this;
+  }
+  Line& operator<<(int64_t v) {
+    char digits[24];
+    int k = 0;
+    uint64_t u = v < 0 ? uint64_t(-(v + 1)) + 1 : uint64_t(v);
+    do {
+      digits[k++] = char('0' + u % 10);
+      u /= 10;
+    } while (u > 0);
+    if (v < 0) *this << "-";
+    while (k > 0 && n + 1 < sizeof buf) buf[n++] = digits[--k];
+    return *this;
+  }
+};
+
+void on_interrupt(int sig) {
+  Line line;
+  if (g_report.tty) line << "\r\x1b[K";  // past a progress bar (and the terminal's ^C)
+  if (sig == SIGPIPE) return;            // stderr is the closed pipe
+  line << "sg2 " << (g_report.command[0] ? g_report.command : "?") << ": interrupted by " << interrupt_signal_name(sig);
+  if (g_report.owner.load() != nullptr) {
+    const std::atomic<int64_t>* files = g_report.files.load();
+    const int64_t n = files ? files->load() : 0;
+    int removed = 0;
+    for (int i = g_report.n_created - 1; i >= 0; --i)
+      if (::rmdir(g_report.created[i]) == 0) ++removed;  // only empty folders go
+    if (n > 0)
+      line << ": " << n << (n == 1 ? " whole file is" : " whole files are") << " kept in " << g_report.dir
+           << " (no partial file is left)";
+    else if (removed > 0)
+      line << ": nothing was written; the " << (removed == 1 ? "folder " : "folders ") << g_report.dir
+           << (removed == 1 ? " it created was removed" : " and the parents it created were removed");
+    else
+      line << ": nothing was written in " << g_report.dir;
+    if (g_report.note[0]) line << "; " << g_report.note;
+  } else {
+    line << " (no partial file is left)";
+  }
+  line << "\n";
+  (void)!::write(2, line.buf, line.n);
+}
+
+void register_output_dir(const OutputDir* dir, const std::string& shown_dir, const std::vector<std::string>& created,
+                         const std::atomic<int64_t>& files) {
+  g_report.owner.store(nullptr);  // not read while it changes
+  copy_text(g_report.dir, shown_dir);
+  g_report.note[0] = '\0';
+  g_report.n_created = 0;
+  for (const std::string& c : created)
+    if (g_report.n_created < kMaxCreatedDirs && c.size() < kTextMax)
+      copy_text(g_report.created[g_report.n_created++], c);
+  g_report.files.store(&files);
+  g_report.owner.store(dir);
+}
+
+void unregister_output_dir(const OutputDir* dir) {
+  const OutputDir* expected = dir;
+  g_report.owner.compare_exchange_strong(expected, nullptr);
+}
+
+}  // namespace
+
+void install_cli_interrupt_report() {
+  g_report.tty = ::isatty(2) == 1;
+  set_interrupt_callback(&on_interrupt);
+}
+
+void set_interrupt_command(const char* command) { copy_text(g_report.command, command); }
+
+void OutputDir::set_interrupt_note(const std::string& note) {
+  if (g_report.owner.load() != this) return;
+  g_report.owner.store(nullptr);
+  copy_text(g_report.note, note);
+  g_report.owner.store(this);
+}
+
+std::string duration_text(double seconds) {
+  char buf[32];
+  if (seconds < 1.0)
+    std::snprintf(buf, sizeof buf, "%.0f ms", std::max(1.0, seconds * 1000.0));
+  else
+    std::snprintf(buf, sizeof buf, "%.1f s", seconds);
+  return buf;
+}
+
 OutputDir::OutputDir(const std::string& dir) : dir_(dir) {
   // An empty --outdir is almost always an unset shell variable ($OUT): refuse it rather than
   // scatter files into the current folder.
@@ -386,7 +503,7 @@ OutputDir::OutputDir(const std::string& dir) : dir_(dir) {
   struct stat st {};
   if (::stat(dir_.c_str(), &st) == 0) {
     if (!S_ISDIR(st.st_mode))
-      fail(ErrorKind::io, "cannot write to output directory ", dir_, ": it exists and is not a directory");
+      fail(ErrorKind::io, "cannot write to output directory ", shown(dir_), ": it exists and is not a directory");
   } else {
     // The components that do not exist yet, parents first: they are this run's to remove.
     std::vector<std::string> missing;
@@ -401,7 +518,7 @@ OutputDir::OutputDir(const std::string& dir) : dir_(dir) {
     std::filesystem::create_directories(dir_, ec);
     if (ec) {
       for (auto it = missing.rbegin(); it != missing.rend(); ++it) ::rmdir(it->c_str());
-      fail(ErrorKind::io, "cannot write to output directory ", dir_, ": ", ec.message());
+      fail(ErrorKind::io, "cannot write to output directory ", shown(dir_), ": ", ec.message());
     }
     created_ = std::move(missing);
   }
@@ -412,22 +529,24 @@ OutputDir::OutputDir(const std::string& dir) : dir_(dir) {
     const int err = errno;
     for (auto it = created_.rbegin(); it != created_.rend(); ++it) ::rmdir(it->c_str());
     created_.clear();
-    fail(ErrorKind::io, "cannot write to output directory ", dir_, ": ", std::strerror(err));
+    fail(ErrorKind::io, "cannot write to output directory ", shown(dir_), ": ", std::strerror(err));
   }
   ::close(fd);
   ::unlink(probe.c_str());
+  register_output_dir(this, shown(dir_), created_, written_);
 }
 
 OutputDir::~OutputDir() {
+  unregister_output_dir(this);
   if (committed_) return;
   for (auto it = created_.rbegin(); it != created_.rend(); ++it) ::rmdir(it->c_str());  // only empty ones go
 }
 
 Error OutputDir::failure(const Error& e) const {
-  if (written_ == 0) return e;
-  return Error(e.kind(),
-               detail::concat(e.what(), "; ", written_, written_ == 1 ? " file" : " files",
-                              " written before this error ", written_ == 1 ? "is" : "are", " kept in ", dir_));
+  const int64_t n = written_.load();
+  if (n == 0) return e;
+  return e.with_message(detail::concat(e.message(), "; ", n, n == 1 ? " file" : " files", " written before this error ",
+                                       n == 1 ? "is" : "are", " kept in ", shown(dir_)));
 }
 
 std::string OutputDir::file(const std::string& name) const { return dir_ + "/" + name; }
@@ -437,11 +556,25 @@ OutputFormat parse_format(const std::string& text) {
   if (text == "npy") return OutputFormat::npy;
   if (text == "both") return OutputFormat::both;
   if (text == "u8npy") return OutputFormat::u8npy;
-  fail(ErrorKind::invalid_argument, "--format: unknown format '", text, "' (expected png, npy, both or u8npy)");
+  fail(ErrorKind::invalid_argument, "--format: unknown format '", printable(text),
+       "' (expected png, npy, both or u8npy)");
+}
+
+bool writes_8bit(OutputFormat fmt) { return fmt != OutputFormat::npy; }
+
+void check_8bit_channels(const ModelConfig& cfg, OutputFormat fmt, bool grid) {
+  if (cfg.img_channels <= 4 || (!writes_8bit(fmt) && !grid)) return;
+  const std::string what = writes_8bit(fmt)
+                               ? std::string(fmt == OutputFormat::u8npy ? "--format u8npy (8-bit pixels)" : "a PNG")
+                               : std::string("--grid (a PNG)");
+  fail(ErrorKind::invalid_argument, "this model's images have ", cfg.img_channels, " channels, which ", what,
+       " cannot hold: a PNG has 1 (gray), 2 (gray + alpha), 3 (RGB) or 4 (RGBA); use --format npy",
+       grid ? " without --grid" : "", " (float32 [1, C, H, W], every channel)");
 }
 
 Image8 write_image(OutputDir& out, const std::string& stem, const Tensor& img, int64_t n, OutputFormat fmt) {
-  Image8 im = to_image8(img, n);
+  Image8 im;
+  if (img.dim(1) <= 4 || writes_8bit(fmt)) im = to_image8(img, n);  // (to_image8 refuses C > 4)
   if (fmt == OutputFormat::png || fmt == OutputFormat::both) {
     write_png(out.file(stem + ".png"), im);
     out.wrote();
@@ -515,7 +648,7 @@ int run_process(const std::vector<std::string>& argv, std::string* output) {
 
 // --- progress ------------------------------------------------------------------------------
 
-void add_quiet_option(cxxopts::Options& opts) { opts.add_options()("q,quiet", "no progress bar and no summary line"); }
+void add_quiet_option(Options& opts) { opts.flag("q,quiet", "no progress bar and no summary line"); }
 
 Progress::Progress(std::string label, int64_t total, bool quiet)
     : label_(std::move(label)), total_(total), quiet_(quiet), tty_(::isatty(2) == 1) {
@@ -571,7 +704,12 @@ void Progress::draw(bool final_draw) {
   const double frac = total_ > 0 ? work / double(total_) : 1.0;
   const double rate = t > 0 ? work / t : 0.0;
   char tail[128];
-  if (work > 0 && done_ < total_) {
+  if (done_ == 0 && !final_draw) {
+    // Before the first image is done a rate or an ETA would be a guess: the time so far only.
+    char pct[16] = "";
+    if (partial > 0) std::snprintf(pct, sizeof pct, " (%.0f%%)", 100.0 * frac);
+    std::snprintf(tail, sizeof tail, " %lld/%lld%s  %.1fs", 0LL, static_cast<long long>(total_), pct, t);
+  } else if (work > 0 && done_ < total_) {
     char pct[16] = "";
     if (partial > 0) std::snprintf(pct, sizeof pct, " (%.0f%%)", 100.0 * frac);
     std::snprintf(tail, sizeof tail,

@@ -2,13 +2,14 @@
 // model/device options, value parsers, output directories and files, and the progress bar.
 //
 // Reusable by every subcommand (generate, mix, interpolate, convert, inspect, bench):
-//   cxxopts::Options opts = cli::make_options("generate", "images from seeds");
+//   cli::Options opts = cli::make_options("generate", "images from seeds");   // cli_options.h
 //   cli::add_model_options(opts);                      // --network --device --precision --batch
-//   auto args = cli::parse(opts, argc, argv);          // usage errors -> Error(invalid_argument)
+//   cli::Args args = cli::parse(opts, argc, argv);     // usage errors -> Error(invalid_argument)
 //   if (cli::print_help_if_asked(opts, args)) return 0;
 //   sg2::Generator gen = cli::open_generator(cli::load_network(args, "generate"), cli::generator_options(args));
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -17,8 +18,7 @@
 #include <string>
 #include <vector>
 
-#include <cxxopts.hpp>
-
+#include "cli_options.h"
 #include "sg2/error.h"
 #include "sg2/generator.h"
 #include "sg2/image.h"
@@ -31,19 +31,19 @@ namespace sg2::cli {
 // --- parsing -------------------------------------------------------------------------------
 
 /// Options for `sg2 <command>` with -h/--help already added.
-cxxopts::Options make_options(const std::string& command, const std::string& description);
+Options make_options(const std::string& command, const std::string& description);
 
 /// Parses argv (argv[0] is the command name). Unknown options, missing or malformed values and
 /// stray positional arguments become Error(invalid_argument) (exit 2) naming the option and
 /// pointing at `sg2 <command> --help`.
-cxxopts::ParseResult parse(cxxopts::Options& opts, int argc, char** argv);
+Args parse(Options& opts, int argc, char** argv);
 
 /// Prints opts.help() to stdout and returns true when -h/--help was given.
-bool print_help_if_asked(const cxxopts::Options& opts, const cxxopts::ParseResult& args);
+bool print_help_if_asked(const Options& opts, const Args& args);
 
 /// The value of option `name` as a string ("" when absent and without default).
-std::string get(const cxxopts::ParseResult& args, const std::string& name);
-bool has(const cxxopts::ParseResult& args, const std::string& name);
+std::string get(const Args& args, const std::string& name);
+bool has(const Args& args, const std::string& name);
 
 /// Strict number parsers: the whole text must be a number in [lo, hi]; otherwise
 /// Error(invalid_argument) "--<what> ...".
@@ -51,12 +51,19 @@ int64_t parse_int(const std::string& what, const std::string& text, int64_t lo, 
 uint64_t parse_u64(const std::string& what, const std::string& text);
 float parse_float(const std::string& what, const std::string& text);
 
+/// A file or folder name, an option's value or other text from the user as printed: escaped
+/// (sg2::printable: a control byte, a backslash or a non-ASCII byte as \xNN), never cut short.
+std::string shown(const std::string& text);
+
 /// `s` without leading and trailing blanks (spaces, tabs).
 std::string trim_blanks(const std::string& s);
 
 /// "0-6", "0,1,2", "0-3,7", "0, 1": non-negative integers (ranges inclusive), in order, duplicates
 /// kept; blanks around numbers are ignored.
 std::vector<int> parse_index_list(const std::string& what, const std::string& text);
+
+/// "1,8,32": positive integers in [1, hi], comma separated, in order (sg2 bench's lists).
+std::vector<int> parse_positive_list(const std::string& what, const std::string& text, int hi = 1 << 20);
 
 /// "10x1" -> {cols 10, rows 1}; both >= 1.
 struct GridShape {
@@ -72,27 +79,31 @@ void check_grid_size(const GridShape& g);
 /// (cpu|cuda|cuda:N; default: CUDA when available), --precision (auto|fp32|tf32|fp16), --threads N
 /// (CPU threads) and, when with_batch, --batch N.
 /// `device_lists`: the command shares its work over several devices (--device cuda:0,1 / cuda:all).
-void add_model_options(cxxopts::Options& opts, bool with_batch = true, bool device_lists = false);
+void add_model_options(Options& opts, bool with_batch = true, bool device_lists = false);
 
 /// The GeneratorOptions those options ask for (device, precision, max_batch, threads). With
 /// `device_lists` the device is left unset: the caller reads --device with parse_devices.
-GeneratorOptions generator_options(const cxxopts::ParseResult& args, bool device_lists = false);
+GeneratorOptions generator_options(const Args& args, bool device_lists = false);
 
 /// The path --network names, or the bundled model's path (default_model_path(): throws with
 /// every place looked at when it is missing, and the hint --network FILE).
-std::string network_path(const cxxopts::ParseResult& args);
+std::string network_path(const Args& args);
 
-/// "sg2 <command>: <level>: <text>" on stderr (level "note" or "warning").
+/// "sg2 <command>: <level>: <text>" on stderr (level "note" or "warning"); bytes of `text` that
+/// are not printable ASCII are escaped (terminal_safe, commands.h).
 void say(const std::string& command, const char* level, const std::string& text);
 
 /// The model network_path(args) names: a model file, or a checkpoint converted in memory, whose
 /// conversion warnings (ignored variables, ...) go to stderr as sg2 convert prints them; those
 /// about what the config records (estimated w_avg, no stored noise) are model_notices' part.
-Model load_network(const cxxopts::ParseResult& args, const std::string& command);
+Model load_network(const Args& args, const std::string& command);
 
 /// Generator(model, options), with the CLI's hints: --precision tf32/fp16 on the CPU is refused
 /// in terms of the options, and device errors end with "use --device cpu".
 Generator open_generator(Model model, const GeneratorOptions& options);
+
+/// `e` (a device error) with "use --device cpu" as its hint, or added to the hint it has.
+Error with_device_hint(const Error& e);
 
 /// Device::parse_list(text) (cpu, cuda, cuda:N, cuda:0,1, cuda:all) with the same CLI hint on
 /// device errors ("use --device cpu"); invalid text stays an invalid_argument error.
@@ -112,26 +123,26 @@ std::string short_number(double v);
 /// (`workers`: the generators of the run that share the memory). A --batch that does not fit is
 /// Error(invalid_argument) saying how large a batch fits; when not even one image fits,
 /// Error(out_of_memory) (from plan_batch).
-int chunk_size(Generator& gen, const cxxopts::ParseResult& args, int64_t images, int workers = 1);
+int chunk_size(Generator& gen, const Args& args, int64_t images, int workers = 1);
 
 /// The --class option as a one-hot label for n samples: [n, c_dim]; empty when the model is
 /// unconditional and no class was given. Errors (exit 2): a conditional model without --class
 /// (the message lists the valid range), a class out of range, a class for an unconditional model.
-Tensor class_labels(const cxxopts::ParseResult& args, const ModelConfig& cfg, int64_t n);
+Tensor class_labels(const Args& args, const ModelConfig& cfg, int64_t n);
 
 /// Adds --class K.
-void add_class_option(cxxopts::Options& opts);
+void add_class_option(Options& opts);
 
 // --- sharding (sg2/shard.h) ----------------------------------------------------------------
 
 /// Adds --shard I/N.
-void add_shard_option(cxxopts::Options& opts);
+void add_shard_option(Options& opts);
 
 /// --png-level L (0-9, fast, smallest, default; generate).
-void add_png_level_option(cxxopts::Options& opts);
+void add_png_level_option(Options& opts);
 /// The PngOptions --png-level asks for (default: kPngLevelDefault). Error(invalid_argument)
 /// "--png-level: 'x' is not a PNG level (...)" (exit 2).
-PngOptions png_options(const cxxopts::ParseResult& args);
+PngOptions png_options(const Args& args);
 
 /// This process's part of a run (sg2/shard.h): its shard, and once the list's length is known, its
 /// block of the list.
@@ -153,7 +164,7 @@ struct ShardPlan {
 /// entries). Call set_total() with the list's length. Prints nothing. Errors:
 /// Error(invalid_argument) (exit 2): "--shard ..." for a bad --shard, the environment's message
 /// plus "; pass --shard I/N to choose this process's part" for bad launcher variables.
-ShardPlan plan_shard(const cxxopts::ParseResult& args);
+ShardPlan plan_shard(const Args& args);
 
 /// What a sharded run says (a note, after its options are validated, unless -q): "shard 1/4
 /// (OMPI_COMM_WORLD_RANK): positions 25-49 of the list's 100 (25 images) on cuda:1 (local rank 1)";
@@ -170,7 +181,9 @@ std::string indexed_stem(const std::string& prefix, int64_t index, int width);
 /// An output directory, created (with parents) and checked writable before any work starts.
 /// When the command fails, the directories this object created (the folder and any parents it
 /// made, deepest first) are removed again if they are still empty. Files already written stay:
-/// each is whole (written to a temporary file and renamed), and failure() says how many.
+/// each is whole (written to a temporary file and renamed), and failure() says how many. When the
+/// run is interrupted (SIGINT, SIGTERM, SIGHUP) while the object lives, the same happens inside the
+/// signal handler (install_cli_interrupt_report) and one line says what was kept.
 class OutputDir {
  public:
   /// Throws Error(invalid_argument) for an empty path, Error(io) "cannot write to output directory
@@ -183,8 +196,13 @@ class OutputDir {
   const std::string& path() const { return dir_; }
   /// dir + "/" + name
   std::string file(const std::string& name) const;
-  /// Counts a file written whole into the directory (write_image calls it).
-  void wrote(int64_t files = 1) { written_ += files; }
+  /// Counts a file written whole into the directory (write_image calls it). Thread-safe.
+  void wrote(int64_t files = 1) { written_.fetch_add(files); }
+  /// The live count of whole files (for pipelines that count on other threads).
+  std::atomic<int64_t>& files() { return written_; }
+  /// A clause the interrupt line adds ("the unfinished archive out.zip was removed"); escaped by
+  /// the caller.
+  void set_interrupt_note(const std::string& note);
   /// `e` with, when files were written before it, "; N files written before this error are kept
   /// in DIR" appended (same kind, still one line).
   Error failure(const Error& e) const;
@@ -194,9 +212,19 @@ class OutputDir {
  private:
   std::string dir_;
   std::vector<std::string> created_;  // directories this object made, parents first
-  int64_t written_ = 0;
+  std::atomic<int64_t> written_{0};
   bool committed_ = false;
 };
+
+/// Makes an interrupt of the CLI (sg2/interrupt.h: the temporary files are removed first) also
+/// remove the empty folders the live OutputDir created and print one line on stderr, "sg2
+/// <command>: interrupted by SIGINT: ...", saying what was kept. main() calls it once, and
+/// run_guarded names the command.
+void install_cli_interrupt_report();
+void set_interrupt_command(const char* command);
+
+/// A duration for a summary line: "350 ms" below one second, "2.4 s" above (never "0 s").
+std::string duration_text(double seconds);
 
 /// Runs `work`; an sg2::Error (or an allocation failure) that escapes it is rethrown as
 /// out.failure(error), so the message says which outputs were kept.
@@ -215,9 +243,19 @@ void run_writing(const OutputDir& out, F&& work) {
 enum class OutputFormat { png, npy, both, u8npy };
 OutputFormat parse_format(const std::string& text);
 
-/// Writes image n of img [N, C, H, W] as `<stem>.png` (official uint8 conversion: 1 channel
-/// grayscale, 3 RGB, 4 RGBA) and/or `<stem>.npy` (float32 [1, C, H, W]). Every file is written
-/// atomically and counted (OutputDir::wrote). Returns the 8-bit image (for grids).
+/// True when `fmt` writes 8-bit pixels (png, both, u8npy).
+bool writes_8bit(OutputFormat fmt);
+
+/// Refuses, before any image is made, 8-bit output (`fmt` png, both or u8npy, or a grid PNG when
+/// `grid`) of a model whose images a PNG cannot hold: more than 4 channels. Error(invalid_argument)
+/// "this model's images have 5 channels; a PNG holds 1 (gray), 2 (gray + alpha), 3 (RGB) or 4 (RGBA):
+/// use --format npy ...".
+void check_8bit_channels(const ModelConfig& cfg, OutputFormat fmt, bool grid);
+
+/// Writes image n of img [N, C, H, W] as `<stem>.png` (official uint8 conversion: 1 channel gray,
+/// 2 gray + alpha, 3 RGB, 4 RGBA) and/or `<stem>.npy` (float32 [1, C, H, W]; any C). Every file
+/// is written atomically and counted (OutputDir::wrote). Returns the 8-bit image (for grids) when
+/// C <= 4, else an empty one (width 0).
 Image8 write_image(OutputDir& out, const std::string& stem, const Tensor& img, int64_t n, OutputFormat fmt);
 
 /// True when an executable called `name` is on PATH; its full path goes to *found.
@@ -259,6 +297,6 @@ class Progress {
 };
 
 /// Adds -q/--quiet (no progress bar, no summary line).
-void add_quiet_option(cxxopts::Options& opts);
+void add_quiet_option(Options& opts);
 
 }  // namespace sg2::cli

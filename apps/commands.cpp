@@ -8,7 +8,9 @@
 #include <exception>
 #include <iostream>
 #include <new>
+#include <string>
 
+#include "cli_util.h"
 #include "sg2/error.h"
 
 namespace sg2::cli {
@@ -44,17 +46,40 @@ int finish_stdout(const std::string& who, int status) {
   return status == 0 ? 1 : status;
 }
 
+std::string terminal_safe(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const unsigned char u = static_cast<unsigned char>(ch);
+    if (u >= 0x20 && u < 0x7f) {
+      out += ch;
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+void print_error(const std::string& command, const Error& e) {
+  std::cerr << "sg2 " << command << ": error: " << terminal_safe(e.message()) << "\n";
+  const std::string hint = e.hint();
+  if (!hint.empty()) std::cerr << "sg2 " << command << ": hint: " << terminal_safe(hint) << "\n";
+}
+
 static int run_command(const Command& c, int argc, char** argv) {
+  set_interrupt_command(c.name);
   try {
     return c.run(argc, argv);
   } catch (const sg2::Error& e) {
-    std::cerr << "sg2 " << c.name << ": error: " << e.what() << "\n";
+    print_error(c.name, e);
     return e.kind() == ErrorKind::invalid_argument ? 2 : 1;
   } catch (const std::bad_alloc&) {
     std::cerr << "sg2 " << c.name << ": error: out of host memory\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "sg2 " << c.name << ": error: " << e.what() << "\n";
+    std::cerr << "sg2 " << c.name << ": error: " << terminal_safe(e.what()) << "\n";
     return 1;
   }
 }

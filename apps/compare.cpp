@@ -247,7 +247,7 @@ void list_dir(const std::string& root, const std::string& rel, int depth, Listin
 }
 
 int run_compare(int argc, char** argv) {
-  cxxopts::Options opts = make_options(
+  Options opts = make_options(
       "compare",
       "Compares two images (.png, in levels of their bit depth: 8 or 16 bits), two .npy arrays (float16/32/64 "
       "compared in double, a float32 against a float64 widened; or uint8, such as --format u8npy, in levels as 8-bit "
@@ -260,21 +260,18 @@ int run_compare(int argc, char** argv) {
       "decoded with libpng: a bad CRC, a broken image stream, extra image data or a palette index beyond the palette "
       "fails the pair. File names are printed escaped (a control byte, a backslash or a non-ASCII byte as \\xNN). "
       "Exit status: 0 when every file passes, 1 otherwise, 2 on a usage error.");
-  opts.add_options()("max-abs",
-                     "largest allowed |a - b| (PNG: levels of the file's bit depth, npy: values; uint8 npy: levels)",
-                     cxxopts::value<std::string>(), "X")(
-      "max-pixels",
-      "largest PNG compared, in pixels (default 67108864 = 8192x8192); larger files fail before they are "
-      "decompressed",
-      cxxopts::value<std::string>(), "N")("min-psnr", "smallest allowed PSNR in dB", cxxopts::value<std::string>(),
-                                          "Y")("paths", "A B", cxxopts::value<std::vector<std::string>>());
-  opts.parse_positional({"paths"});
-  opts.positional_help("A B");
+  opts.option("max-abs",
+              "largest allowed |a - b| (PNG: levels of the file's bit depth, npy: values; uint8 npy: levels)", "X")
+      .option("max-pixels",
+              "largest PNG compared, in pixels (default 67108864 = 8192x8192); larger files fail before they are "
+              "decompressed",
+              "N")
+      .option("min-psnr", "smallest allowed PSNR in dB", "Y")
+      .positional("A B");
   add_quiet_option(opts);
   auto args = parse(opts, argc, argv);
   if (print_help_if_asked(opts, args)) return 0;
-  std::vector<std::string> paths;
-  if (has(args, "paths")) paths = args["paths"].as<std::vector<std::string>>();
+  const std::vector<std::string>& paths = args.positional();
   if (paths.size() != 2)
     fail(ErrorKind::invalid_argument, "expected two paths A B, got ", paths.size(), " (see sg2 compare --help)");
   Thresholds th;

@@ -38,44 +38,42 @@ namespace sg2::cli {
 namespace {
 
 int run_generate(int argc, char** argv) {
-  cxxopts::Options opts = make_options(
+  Options opts = make_options(
       "generate",
       "Generates images from seeds, as NVIDIA's generate.py: z = numpy RandomState(seed).randn(1, z_dim), "
       "img = G(z, c, truncation_psi, noise_mode), saved as seed%04d.png with the official uint8 conversion.");
-  opts.add_options()("seeds", "seeds: ranges and lists, e.g. 0-7,42; each in [0, 4294967295] (never wrapped)",
-                     cxxopts::value<std::string>(), "LIST")(
-      "ws",
-      "W [N, w_dim] or W+ [N, num_ws, w_dim] float .npy, or an .npz (its array 'w', as NVIDIA's "
-      "projected_w.npz), fed to synthesis (no truncation, as --projected-w); outputs ws0000.png, ... by row",
-      cxxopts::value<std::string>(),
-      "FILE")("ws-as",
+  opts.option("seeds", "seeds: ranges and lists, e.g. 0-7,42; each in [0, 4294967295] (never wrapped)", "LIST")
+      .option("ws",
+              "W [N, w_dim] or W+ [N, num_ws, w_dim] float .npy, or an .npz (its array 'w', as NVIDIA's "
+              "projected_w.npz), fed to synthesis (no truncation, as --projected-w); outputs ws0000.png, ... by row",
+              "FILE")
+      .option("ws-as",
               "how to read a 2-D --ws array [num_ws, w_dim], which is ambiguous: w+ (one W+ latent without its "
               "batch axis) or w (num_ws W latents)",
-              cxxopts::value<std::string>(), "w|w+")("trunc", "truncation psi toward w_avg (1 = none)",
-                                                     cxxopts::value<std::string>()->default_value("1"), "PSI")(
-      "trunc-cutoff", "truncate only ws rows [0, N) (default: all rows)", cxxopts::value<std::string>(), "N")(
-      "noise-mode", "const (the model's stored noise), random, or none",
-      cxxopts::value<std::string>()->default_value("const"),
-      "MODE")("noise-seed",
+              "w|w+")
+      .option("trunc", "truncation psi toward w_avg (1 = none)", "PSI", "1")
+      .option("trunc-cutoff", "truncate only ws rows [0, N) (default: all rows)", "N")
+      .option("noise-mode", "const (the model's stored noise), random, or none", "MODE", "const")
+      .option("noise-seed",
               "seed of --noise-mode random (default 0); an image's noise depends only on this and its "
               "own seed, not on the batch",
-              cxxopts::value<std::string>(),
-              "S")("seed-mode",
-                   "pt: z from the seed (PyTorch generate.py); tf: z, then every const noise map redrawn "
-                   "from the same RandomState (TensorFlow run_generator.py; pass its --trunc 0.5 yourself)",
-                   cxxopts::value<std::string>()->default_value("pt"),
-                   "pt|tf")("save-ws", "also write seed%04d_ws.npy: float32 [1, num_ws, w_dim] after truncation")(
-      "outdir",
-      "output directory (created if missing), or NAME.zip: a dataset archive in dataset_tool.py's layout "
-      "(PNG entries and dataset.json with the labels), streamed; one per shard",
-      cxxopts::value<std::string>()->default_value("out"),
-      "DIR")("format",
-             "png (uint8, 1 channel gray, 3 RGB, 4 RGBA), npy (raw float32 [1, C, H, W]), both (png and npy), "
-             "or u8npy (the PNG's uint8 pixels as .npy [1, H, W, C], no compression: the fastest)",
-             cxxopts::value<std::string>()->default_value("png"), "F")(
-      "jobs", "threads encoding and writing files (default: the cores available)", cxxopts::value<std::string>(), "N")(
-      "grid", "also write grid.png: the images in generation order, row by row", cxxopts::value<std::string>(),
-      "COLSxROWS");
+              "S")
+      .option("seed-mode",
+              "pt: z from the seed (PyTorch generate.py); tf: z, then every const noise map redrawn "
+              "from the same RandomState (TensorFlow run_generator.py; pass its --trunc 0.5 yourself)",
+              "pt|tf", "pt")
+      .flag("save-ws", "also write seed%04d_ws.npy: float32 [1, num_ws, w_dim] after truncation")
+      .option("outdir",
+              "output directory (created if missing), or NAME.zip: a dataset archive in dataset_tool.py's layout "
+              "(PNG entries and dataset.json with the labels), streamed; one per shard",
+              "DIR", "out")
+      .option("format",
+              "png (uint8, 1 channel gray, 2 gray + alpha, 3 RGB, 4 RGBA), npy (raw float32 [1, C, H, W]), both (png "
+              "and npy), "
+              "or u8npy (the PNG's uint8 pixels as .npy [1, H, W, C], no compression: the fastest)",
+              "F", "png")
+      .option("jobs", "threads encoding and writing files (default: the cores available)", "N")
+      .option("grid", "also write grid.png: the images in generation order, row by row", "COLSxROWS");
   add_class_option(opts);
   add_shard_option(opts);
   add_png_level_option(opts);
@@ -169,18 +167,22 @@ int run_generate(int argc, char** argv) {
   std::string zip_path;
   if (to_zip) {
     if (fmt != OutputFormat::png)
-      fail(ErrorKind::invalid_argument, "--outdir ", outdir,
+      fail(ErrorKind::invalid_argument, "--outdir ", shown(outdir),
            ": a dataset archive holds PNG images (dataset_tool.py's layout); leave --format at png");
     if (save_ws)
       fail(ErrorKind::invalid_argument,
-           "--save-ws writes .npy files beside the images: not into a dataset archive (--outdir ", outdir, ")");
+           "--save-ws writes .npy files beside the images: not into a dataset archive (--outdir ", shown(outdir), ")");
     if (grid)
-      fail(ErrorKind::invalid_argument, "--grid with a dataset archive (--outdir ", outdir,
+      fail(ErrorKind::invalid_argument, "--grid with a dataset archive (--outdir ", shown(outdir),
            "): make the grid in a run of its own");
     zip_path = shard.shard.sharded() ? shard_zip_path(outdir, shard.shard) : outdir;
   }
   const size_t slash = zip_path.rfind('/');
-  OutputDir out(!to_zip ? outdir : slash == std::string::npos ? std::string(".") : zip_path.substr(0, slash));
+  // (the archive's folder: "/x.zip" is in "/", "x.zip" in ".")
+  OutputDir out(!to_zip                      ? outdir
+                : slash == std::string::npos ? std::string(".")
+                : slash == 0                 ? std::string("/")
+                                             : zip_path.substr(0, slash));
 
   // --- model, generators and the job -----------------------------------------------------------
   const Model model = load_network(args, "generate");
@@ -193,10 +195,12 @@ int run_generate(int argc, char** argv) {
   std::vector<Generator*> gen_ptrs;
   for (Generator& g : gens) gen_ptrs.push_back(&g);
   const ModelConfig& cfg = gens[0].config();
+  check_8bit_channels(cfg, fmt, grid.has_value());  // PNGs hold 1 to 4 channels
   ImageJob job;
   if (from_ws) {
     if (!ws_file.note.empty() && !quiet)
-      say("generate", "note", "--ws " + get(args, "ws") + ": " + ws_file.note + ", " + ws_file.values.shape_str());
+      say("generate", "note",
+          "--ws " + shown(get(args, "ws")) + ": " + ws_file.note + ", " + ws_file.values.shape_str());
     job.ws = fit_ws(ws_file.values, get(args, "ws"), cfg, ws_layout);
     ws_file.values = Tensor();
     shard.set_total(job.ws.dim(0));  // rows are known once the model says how to read the array
@@ -258,7 +262,10 @@ int run_generate(int argc, char** argv) {
 
   // --- the pipeline: generators -> sink (this thread) -> encoder pool (image_writer.h) -------
   std::optional<DatasetZip> zip;
-  if (to_zip) zip.emplace(zip_path);  // NAME.zip.tmp.PID until finished; removed on any failure
+  if (to_zip) {
+    zip.emplace(zip_path);  // NAME.zip.tmp.PID until finished; removed on any failure
+    out.set_interrupt_note("the unfinished archive " + shown(zip_path) + " was removed");
+  }
   Progress progress("sg2 generate", total, quiet);
   // per-layer progress inside the batches running now (the CPU backend reports it, from the
   // generator's thread): a batch holds at most max_batch() images
@@ -278,7 +285,7 @@ int run_generate(int argc, char** argv) {
   io.stem = [from_ws](const StreamImage& im) {
     return from_ws ? indexed_stem("ws", static_cast<int64_t>(im.key), 4) : seed_stem(im.key);
   };
-  std::atomic<int64_t> files{0};
+  std::atomic<int64_t>& files = out.files();  // live: an interrupt says how many are kept
   int64_t written = 0;
   try {
     // (a shard of a list shorter than the shard count may have nothing to make)
@@ -300,7 +307,6 @@ int run_generate(int argc, char** argv) {
     // The encoders under way finished their file and the queued ones were dropped with the buffers
     // they held, so the count of whole files is final; an unfinished archive is removed.
     if (zip) zip->abandon();
-    out.wrote(files.load());
     throw out.failure(e);
   }
   for (Generator& g : gens) g.set_progress({});
@@ -312,8 +318,8 @@ int run_generate(int argc, char** argv) {
     for (size_t i = 0; i < gens.size(); ++i) where += (i ? "," : "") + gens[i].device().str();
     std::cout << "sg2 generate: " << total << (total == 1 ? " image" : " images") << " (" << cfg.img_resolution << "x"
               << cfg.img_resolution << ", " << cfg.img_channels << (cfg.img_channels == 1 ? " channel" : " channels")
-              << ", " << where << ") in " << (zip ? zip->path() : out.path()) << (grid ? " + grid.png" : "") << ", "
-              << static_cast<int>(progress.elapsed_s() * 10 + 0.5) / 10.0 << " s";
+              << ", " << where << ") in " << shown(zip ? zip->path() : out.path()) << (grid ? " + grid.png" : "")
+              << ", " << duration_text(progress.elapsed_s());
     if (progress.elapsed_s() > 0)
       std::cout << " (" << static_cast<int64_t>(total / progress.elapsed_s() + 0.5) << " img/s)";
     std::cout << "\n";

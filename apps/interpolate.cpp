@@ -56,23 +56,25 @@ void slerp(const float* a, const float* b, float* out, int n, double t) {
 }
 
 int run_interpolate(int argc, char** argv) {
-  cxxopts::Options opts =
+  Options opts =
       make_options("interpolate",
-                   "Renders frames between consecutive seeds (lerp in W or slerp in Z) as frame00000.png, ..., and "
-                   "interpolation.mp4 when ffmpeg is on PATH.");
-  opts.add_options()("seeds", "two or more seeds visited in order, e.g. 0,5,9 or 0-3", cxxopts::value<std::string>(),
-                     "LIST")("frames", "frames per segment (between two consecutive seeds)",
-                             cxxopts::value<std::string>()->default_value("30"),
-                             "N")("loop", "add a segment from the last seed back to the first (a seamless loop)")(
-      "space", "w: lerp the ws (default); z: slerp the latents z", cxxopts::value<std::string>()->default_value("w"),
-      "w|z")("trunc", "truncation psi toward w_avg (1 = none)", cxxopts::value<std::string>()->default_value("1"),
-             "PSI")("trunc-cutoff", "truncate only ws rows [0, N)", cxxopts::value<std::string>(), "N")(
-      "noise-mode", "const, random (one fixed draw for all frames) or none",
-      cxxopts::value<std::string>()->default_value("const"),
-      "MODE")("noise-seed", "seed of --noise-mode random (default 0)", cxxopts::value<std::string>(), "S")(
-      "fps", "frames per second of the video", cxxopts::value<std::string>()->default_value("30"), "N")(
-      "no-video", "do not run ffmpeg, only write the frames")(
-      "outdir", "output directory (created if missing)", cxxopts::value<std::string>()->default_value("out"), "DIR");
+                   "Renders frames between consecutive seeds (lerp in W or slerp in Z) as frame00000.png, ... (or "
+                   ".npy), and interpolation.mp4 from the PNG frames when ffmpeg is on PATH.");
+  opts.option("seeds", "two or more seeds visited in order, e.g. 0,5,9 or 0-3", "LIST")
+      .option("frames", "frames per segment (between two consecutive seeds)", "N", "30")
+      .flag("loop", "add a segment from the last seed back to the first (a seamless loop)")
+      .option("space", "w: lerp the ws (default); z: slerp the latents z", "w|z", "w")
+      .option("trunc", "truncation psi toward w_avg (1 = none)", "PSI", "1")
+      .option("trunc-cutoff", "truncate only ws rows [0, N)", "N")
+      .option("noise-mode", "const, random (one fixed draw for all frames) or none", "MODE", "const")
+      .option("noise-seed", "seed of --noise-mode random (default 0)", "S")
+      .option("fps", "frames per second of the video", "N", "30")
+      .flag("no-video", "do not run ffmpeg, only write the frames")
+      .option("format",
+              "frames as png (uint8: 1 channel gray, 2 gray + alpha, 3 RGB, 4 RGBA), npy (raw float32 "
+              "[1, C, H, W], any channel count; no video) or both",
+              "F", "png")
+      .option("outdir", "output directory (created if missing)", "DIR", "out");
   add_class_option(opts);
   add_model_options(opts);
   add_quiet_option(opts);
@@ -99,6 +101,9 @@ int run_interpolate(int argc, char** argv) {
     noise_seed = parse_u64("noise-seed", get(args, "noise-seed"));
   }
   const int fps = static_cast<int>(parse_int("fps", get(args, "fps"), 1, 1000));
+  const OutputFormat fmt = parse_format(get(args, "format"));
+  if (fmt == OutputFormat::u8npy)
+    fail(ErrorKind::invalid_argument, "--format: interpolate writes png, npy or both, not u8npy");
   const bool quiet = has(args, "quiet");
   const int64_t S = static_cast<int64_t>(seeds.size());
   const int64_t segments = loop ? S : S - 1;
@@ -109,7 +114,8 @@ int run_interpolate(int argc, char** argv) {
 
   Generator gen = open_generator(load_network(args, "interpolate"), gen_options);
   const ModelConfig& cfg = gen.config();
-  class_labels(args, cfg, 1);                      // validates --class before any work
+  class_labels(args, cfg, 1);  // validates --class before any work
+  check_8bit_channels(cfg, fmt, /*grid=*/false);
   const int chunk = chunk_size(gen, args, total);  // checks --batch against the memory it needs
   model_notices("interpolate", cfg, &trunc, noise_mode, quiet);
   const Tensor z = z_from_seeds(seeds, cfg.z_dim);
@@ -144,10 +150,7 @@ int run_interpolate(int argc, char** argv) {
       noise.seed = noise_seed;
       if (noise_mode == NoiseMode::random) noise.keys.assign(static_cast<size_t>(n), 0);
       Tensor img = gen.synthesize(ws, noise);
-      for (int64_t i = 0; i < n; ++i) {
-        write_png(out.file(indexed_stem("frame", b + i, 5) + ".png"), to_image8(img, i));
-        out.wrote();
-      }
+      for (int64_t i = 0; i < n; ++i) write_image(out, indexed_stem("frame", b + i, 5), img, i, fmt);
       progress.advance(n);
     }
   });
@@ -155,12 +158,18 @@ int run_interpolate(int argc, char** argv) {
   out.commit();
 
   std::string video;
-  if (!has(args, "no-video")) {
+  if (!has(args, "no-video") && !writes_8bit(fmt)) {
+    if (!quiet)
+      say("interpolate", "note",
+          "--format npy writes no PNG frames, so no video was made (--format both writes both; --no-video skips this "
+          "note)");
+  } else if (!has(args, "no-video")) {
     std::string ffmpeg;
     if (!find_on_path("ffmpeg", &ffmpeg)) {
       if (!quiet)
-        std::cerr << "sg2 interpolate: ffmpeg is not on PATH, so no video was made (the frames are in " << out.path()
-                  << ")\n";
+        say("interpolate", "note",
+            "ffmpeg is not on PATH, so no video was made (the frames are in " + shown(out.path()) +
+                "; --no-video skips this note)");
     } else {
       const std::string tmp = out.file(".interpolation.tmp.mp4");
       const int tmp_handle = register_temporary_file(tmp);  // an interrupt removes ffmpeg's half video
@@ -179,16 +188,16 @@ int run_interpolate(int argc, char** argv) {
         std::remove(tmp.c_str());
         unregister_temporary_file(tmp_handle);
         while (!log.empty() && (log.back() == '\n' || log.back() == '\r')) log.pop_back();
-        fail(ErrorKind::io, "ffmpeg failed (exit ", rc, "): ", printable(log, 300), " (the frames are in ", out.path(),
-             "; --no-video skips the video)");
+        fail_hint(ErrorKind::io, "--no-video skips the video", "ffmpeg failed (exit ", rc, "): ", printable(log, 300),
+                  " (the frames are in ", shown(out.path()), ")");
       }
       unregister_temporary_file(tmp_handle);
       video = "interpolation.mp4";
     }
   }
   if (!quiet)
-    std::cout << "sg2 interpolate: " << total << " frames in " << out.path() << (video.empty() ? "" : " + " + video)
-              << ", " << static_cast<int>(progress.elapsed_s() * 10 + 0.5) / 10.0 << " s\n";
+    std::cout << "sg2 interpolate: " << total << " frames in " << shown(out.path())
+              << (video.empty() ? "" : " + " + video) << ", " << duration_text(progress.elapsed_s()) << "\n";
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <string>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "sg2/error.h"
 #include "sg2/interrupt.h"
@@ -22,12 +23,13 @@ void print_usage(std::ostream& os) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // An interrupted run leaves no temporary files and says which signal stopped it.
+  // An interrupted run leaves no temporary files, nor the empty folders it made, and says so.
   static std::string who = "sg2";
   if (argc >= 2)
     for (const sg2::cli::Command& c : sg2::cli::commands())
       if (std::strcmp(argv[1], c.name) == 0) who = std::string("sg2 ") + c.name;
   sg2::install_interrupt_cleanup(who.c_str());
+  sg2::cli::install_cli_interrupt_report();
   if (argc < 2) {
     print_usage(std::cerr);
     return 2;

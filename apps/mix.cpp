@@ -22,25 +22,24 @@ namespace sg2::cli {
 namespace {
 
 int run_mix(int argc, char** argv) {
-  cxxopts::Options opts = make_options(
+  Options opts = make_options(
       "mix",
       "Style mixing as NVIDIA's style_mixing.py: each row seed's ws with the --styles rows taken from each column "
       "seed. Writes ROW-COL.png, SEED-SEED.png for every seed, and grid.png.");
-  opts.add_options()("rows", "row seeds: ranges and lists, e.g. 85,100,75", cxxopts::value<std::string>(), "LIST")(
-      "cols", "column seeds: ranges and lists", cxxopts::value<std::string>(), "LIST")(
-      "styles",
-      "ws rows taken from the column seed: ranges and lists (0-6, 0,1,2); the default 0-6 is cut to the model's rows",
-      cxxopts::value<std::string>()->default_value("0-6"), "LIST")(
-      "trunc", "truncation psi: w_avg + (w - w_avg) * psi", cxxopts::value<std::string>()->default_value("1"), "PSI")(
-      "noise-mode", "const, random or none", cxxopts::value<std::string>()->default_value("const"), "MODE")(
-      "noise-seed", "seed of --noise-mode random (default 0); a mixed image uses its row seed's noise",
-      cxxopts::value<std::string>(),
-      "S")("outdir", "output directory (created if missing)", cxxopts::value<std::string>()->default_value("out"),
-           "DIR")("format",
-                  "png, npy (raw float32 [1, C, H, W] as ROW-COL.npy), both, or u8npy (the PNG's uint8 pixels as .npy "
-                  "[1, H, W, C]); "
-                  "grid.png is always written",
-                  cxxopts::value<std::string>()->default_value("png"), "F");
+  opts.option("rows", "row seeds: ranges and lists, e.g. 85,100,75", "LIST")
+      .option("cols", "column seeds: ranges and lists", "LIST")
+      .option("styles",
+              "ws rows taken from the column seed: ranges and lists (0-6, 0,1,2); the default 0-6 is cut to the "
+              "model's rows",
+              "LIST", "0-6")
+      .option("trunc", "truncation psi: w_avg + (w - w_avg) * psi", "PSI", "1")
+      .option("noise-mode", "const, random or none", "MODE", "const")
+      .option("noise-seed", "seed of --noise-mode random (default 0); a mixed image uses its row seed's noise", "S")
+      .option("outdir", "output directory (created if missing)", "DIR", "out")
+      .option("format",
+              "png, npy (raw float32 [1, C, H, W] as ROW-COL.npy), both, or u8npy (the PNG's uint8 pixels as .npy "
+              "[1, H, W, C]); grid.png too, unless the images have more than 4 channels (then npy only)",
+              "F", "png");
   add_class_option(opts);
   add_model_options(opts);
   add_quiet_option(opts);
@@ -77,10 +76,14 @@ int run_mix(int argc, char** argv) {
       fail(ErrorKind::invalid_argument, "--styles: ws row ", k, " does not exist: this model has rows 0..",
            cfg.num_ws - 1);
   class_labels(args, cfg, 1);  // validates --class before any work
-  check_png_size(int64_t(cols.size() + 1) * cfg.img_resolution, int64_t(rows.size() + 1) * cfg.img_resolution,
-                 cfg.img_channels, PngWrite::whole,
-                 detail::concat("the grid of ", cols.size() + 1, "x", rows.size() + 1, " images of ",
-                                cfg.img_resolution, "x", cfg.img_resolution));
+  check_8bit_channels(cfg, fmt, /*grid=*/false);
+  // grid.png needs 8-bit pixels: a model of more than 4 channels (--format npy) gets none.
+  const bool with_grid = cfg.img_channels <= 4;
+  if (with_grid)
+    check_png_size(int64_t(cols.size() + 1) * cfg.img_resolution, int64_t(rows.size() + 1) * cfg.img_resolution,
+                   cfg.img_channels, PngWrite::whole,
+                   detail::concat("the grid of ", cols.size() + 1, "x", rows.size() + 1, " images of ",
+                                  cfg.img_resolution, "x", cfg.img_resolution));
   // Checks --batch against the memory it needs; the run makes at most rows x cols + rows + cols images.
   const int chunk = chunk_size(gen, args, int64_t(rows.size() * cols.size()) + int64_t(rows.size() + cols.size()));
   Truncation trunc;
@@ -142,6 +145,7 @@ int run_mix(int argc, char** argv) {
       }
     run(mixed, mixed_ws);
 
+    if (!with_grid) return;
     // grid.png
     const Image8& any = images.begin()->second;
     Image8 blank;
@@ -163,7 +167,8 @@ int run_mix(int argc, char** argv) {
   out.commit();
   if (!quiet)
     std::cout << "sg2 mix: " << rows.size() << " x " << cols.size() << " mixed images + " << S << " unmixed in "
-              << out.path() << " + grid.png, " << static_cast<int>(progress.elapsed_s() * 10 + 0.5) / 10.0 << " s\n";
+              << shown(out.path()) << (with_grid ? " + grid.png, " : " (no grid.png: a PNG holds at most 4 channels), ")
+              << duration_text(progress.elapsed_s()) << "\n";
   return 0;
 }
 

@@ -54,36 +54,29 @@ struct ServeConfig {
 
 /// `sg2 serve`'s options, declared, parsed and checked, then the model loaded. nullopt after --help.
 std::optional<ServeConfig> serve_config(int argc, char** argv) {
-  cxxopts::Options opts = make_options(
+  Options opts = make_options(
       "serve",
       "Serves images over HTTP (docs/serving.md): GET /v1/generate?seed=S as sg2 generate --seeds S, style "
       "mixing as sg2 mix, POST a W/W+ .npy as --ws; an explorer page at /. Concurrent requests run as one batch "
       "per device, and each answer is the image of the same request made alone, bit for bit.");
-  opts.add_options()("host", "address to listen on (0.0.0.0 or :: for every interface)",
-                     cxxopts::value<std::string>()->default_value("127.0.0.1"),
-                     "HOST")("port", "TCP port (0: any free port; the listening line says which)",
-                             cxxopts::value<std::string>()->default_value("8080"), "N")(
-      "max-batch", "most requests run as one batch on a device (default: the backend's batch, 32 on a large GPU)",
-      cxxopts::value<std::string>(),
-      "N")("batch-window-ms",
-           "how long a batch waits after its oldest request for more before it starts (0: at once; requests that "
-           "arrive while a device computes form its next batch either way)",
-           cxxopts::value<std::string>()->default_value("0"),
-           "MS")("max-queue", "requests waiting at most; past it the answer is 503 with Retry-After",
-                 cxxopts::value<std::string>()->default_value("1024"), "N")(
-      "max-body", "largest POST body in bytes (413 beyond)", cxxopts::value<std::string>()->default_value("1048576"),
-      "BYTES")("request-timeout-s", "a request not answered within this gets 503",
-               cxxopts::value<std::string>()->default_value("30"),
-               "S")("idle-timeout-s", "a connection without a whole request for this long is closed",
-                    cxxopts::value<std::string>()->default_value("15"),
-                    "S")("max-connections", "open connections at most (more are closed at once)",
-                         cxxopts::value<std::string>()->default_value("1024"), "N")(
-      "jobs", "threads encoding PNG and JPEG (default: the cores available)", cxxopts::value<std::string>(), "N")(
-      "io-threads", "threads reading and writing connections (default: a quarter of the cores, 2 to 8)",
-      cxxopts::value<std::string>(), "N");
+  opts.option("host", "address to listen on (0.0.0.0 or :: for every interface)", "HOST", "127.0.0.1")
+      .option("port", "TCP port (0: any free port; the listening line says which)", "N", "8080")
+      .option("max-batch",
+              "most requests run as one batch on a device (default: the backend's batch, 32 on a large GPU)", "N")
+      .option("batch-window-ms",
+              "how long a batch waits after its oldest request for more before it starts (0: at once; requests that "
+              "arrive while a device computes form its next batch either way)",
+              "MS", "0")
+      .option("max-queue", "requests waiting at most; past it the answer is 503 with Retry-After", "N", "1024")
+      .option("max-body", "largest POST body in bytes (413 beyond)", "BYTES", "1048576")
+      .option("request-timeout-s", "a request not answered within this gets 503", "S", "30")
+      .option("idle-timeout-s", "a connection without a whole request for this long is closed", "S", "15")
+      .option("max-connections", "open connections at most (more are closed at once)", "N", "1024")
+      .option("jobs", "threads encoding PNG and JPEG (default: the cores available)", "N")
+      .option("io-threads", "threads reading and writing connections (default: a quarter of the cores, 2 to 8)", "N");
   add_model_options(opts, /*with_batch=*/false, /*device_lists=*/true);
-  opts.add_options()("q,quiet", "no access log lines (the listening line and errors stay)");
-  auto args = parse(opts, argc, argv);
+  opts.flag("q,quiet", "no access log lines (the listening line and errors stay)");
+  const Args args = parse(opts, argc, argv);
   if (print_help_if_asked(opts, args)) return std::nullopt;
 
   ServeConfig c;

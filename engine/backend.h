@@ -85,7 +85,8 @@ std::unique_ptr<Backend> make_cpu_backend(const Model& model, Precision precisio
 /// without CUDA, throws Error(device) saying so.
 std::unique_ptr<Backend> make_cuda_backend(const Model& model, int index, Precision precision, bool batch_invariant);
 
-/// Number of usable CUDA devices (0 in a build without CUDA); `why` gets the reason when 0.
-int cuda_device_count(std::string* why);
+/// Number of usable CUDA devices (0 in a build without CUDA); `why` gets the reason when 0, and
+/// `hint` what to do about it when there is advice ("rebuild with -DSG2_CUDA_ARCHITECTURES=86").
+int cuda_device_count(std::string* why, std::string* hint = nullptr);
 
 }  // namespace sg2

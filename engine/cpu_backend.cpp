@@ -67,8 +67,9 @@ class CpuBackend final : public Backend {
  public:
   CpuBackend(const Model& model, Precision precision) : model_(model), cfg_(model.config) {
     if (precision == Precision::tf32 || precision == Precision::fp16)
-      fail(ErrorKind::invalid_argument, "the CPU backend computes in float32 only; precision '", to_string(precision),
-           "' needs the CUDA backend. HINT: use precision fp32 or auto on the CPU");
+      fail_hint(ErrorKind::invalid_argument, "use precision fp32 or auto on the CPU",
+                "the CPU backend computes in float32 only; precision '", to_string(precision),
+                "' needs the CUDA backend");
     plan_ = make_synthesis_plan(cfg_);
     switch (cfg_.mapping.activation) {
       case sg2::Activation::linear:

@@ -11,6 +11,7 @@
 #include "engine/generator_access.h"
 #include "sg2/error.h"
 #include "sg2/random_state.h"
+#include "sg2/text.h"
 #include "util/text_util.h"
 
 namespace sg2 {
@@ -69,14 +70,14 @@ Device Device::parse(const std::string& s) {
     d.index = std::stoi(s.substr(5));
     return d;
   }
-  fail(ErrorKind::invalid_argument, "unknown device '", s, "' (expected cpu, cuda or cuda:N)");
+  fail(ErrorKind::invalid_argument, "unknown device '", printable(s), "' (expected cpu, cuda or cuda:N)");
 }
 
 std::vector<Device> Device::parse_list(const std::string& s) {
   if (s == "cuda:all") {
-    std::string why;
-    const int n = cuda_device_count(&why);
-    if (n == 0) fail(ErrorKind::device, "cuda:all: no usable GPU (", why, ")");
+    std::string why, hint;
+    const int n = cuda_device_count(&why, &hint);
+    if (n == 0) throw Error(ErrorKind::device, "cuda:all: no usable GPU (" + why + ")", hint);
     std::vector<Device> out;
     for (int i = 0; i < n; ++i) out.push_back(Device{Kind::cuda, i});
     return out;
@@ -88,12 +89,12 @@ std::vector<Device> Device::parse_list(const std::string& s) {
     const size_t comma = s.find(',', pos);
     const std::string tok = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     if (tok.empty() || tok.size() > 3 || tok.find_first_not_of("0123456789") != std::string::npos)
-      fail(ErrorKind::invalid_argument, "unknown device list '", s, "' (expected cuda:N,M,... or cuda:all)");
+      fail(ErrorKind::invalid_argument, "unknown device list '", printable(s), "' (expected cuda:N,M,... or cuda:all)");
     out.push_back(Device{Kind::cuda, std::stoi(tok)});
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
-  if (out.size() > 64) fail(ErrorKind::invalid_argument, "device list '", s, "' names more than 64 GPUs");
+  if (out.size() > 64) fail(ErrorKind::invalid_argument, "device list '", printable(s), "' names more than 64 GPUs");
   return out;
 }
 

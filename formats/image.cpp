@@ -45,7 +45,9 @@ Image8 to_image8(const Tensor& img, int64_t n) {
   const int64_t N = img.dim(0), C = img.dim(1), H = img.dim(2), W = img.dim(3);
   if (n < 0 || n >= N) fail(ErrorKind::invalid_argument, "to_image8: image index ", n, " out of range [0, ", N, ")");
   if (C < 1 || C > 4)
-    fail(ErrorKind::invalid_argument, "to_image8: ", C, " channels cannot be stored as an 8-bit image");
+    fail_hint(ErrorKind::invalid_argument, "keep such images as float32 .npy", "an image of ", C,
+              " channels cannot be stored as 8-bit pixels or a PNG, which hold 1 (gray), 2 "
+              "(gray + alpha), 3 (RGB) or 4 (RGBA) channels");
   Image8 out;
   out.width = static_cast<int>(W);
   out.height = static_cast<int>(H);

@@ -87,6 +87,11 @@ json parse_json_bounded(std::string_view text, const std::string& what, const Js
   }
 }
 
+std::string json_dump(const json& v, int indent, bool replace_invalid_utf8) {
+  return v.dump(indent, ' ', false,
+                replace_invalid_utf8 ? json::error_handler_t::replace : json::error_handler_t::strict);
+}
+
 std::string json_brief(const json& v) {
   switch (v.type()) {
     case json::value_t::null:

@@ -28,6 +28,11 @@ struct JsonLimits {
 /// safetensors header").
 nlohmann::json parse_json_bounded(std::string_view text, const std::string& what, const JsonLimits& limits = {});
 
+/// v.dump(indent): the text of a value (-1: one line). With `replace_invalid_utf8` a string that is
+/// not UTF-8 (a file name) is written with U+FFFD in place of its bad bytes instead of throwing.
+/// Here, so that the serializer is compiled once (docs/developing.md "Build times").
+std::string json_dump(const nlohmann::json& v, int indent = -1, bool replace_invalid_utf8 = false);
+
 /// A short, printable description of a JSON value for messages: numbers and booleans as their
 /// text (cut), strings quoted (escaped, cut), "an array of N values", "an object of N keys".
 std::string json_brief(const nlohmann::json& v);

@@ -309,7 +309,7 @@ std::string config_to_json(const ModelConfig& c, int indent) {
       {"w_avg_estimated", c.w_avg_estimated},
       {"noise_const_missing", c.noise_const_missing},
   };
-  return j.dump(indent);
+  return detail::json_dump(j, indent);
 }
 
 namespace {
@@ -405,7 +405,7 @@ ModelConfig config_from_json(const std::string& text, const std::string& what) {
   try {
     c.validate();
   } catch (const Error& e) {
-    fail(ErrorKind::bad_file, what, ": ", e.what());
+    throw Error(ErrorKind::bad_file, what + ": " + e.message(), e.hint());
   }
   return c;
 }

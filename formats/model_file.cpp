@@ -57,11 +57,14 @@ Model parse_model_file(const uint8_t* d, const size_t size, const std::string& p
                          path + ": not a model file: the safetensors header");
   if (!header.is_object()) bad("the safetensors header is not a JSON object");
   if (!header.contains("__metadata__") || !header["__metadata__"].is_object())
-    bad("a safetensors file without sg2 metadata (no __metadata__). HINT: convert a checkpoint with `sg2 convert`");
+    fail_hint(ErrorKind::bad_file, "convert a checkpoint with `sg2 convert`", path,
+              ": a safetensors file without sg2 metadata (no __metadata__)");
   const json& meta = header["__metadata__"];
   auto meta_str = [&](const char* key, bool required) -> std::string {
     if (!meta.contains(key)) {
-      if (required) bad("__metadata__ has no '", key, "'. HINT: convert the checkpoint with `sg2 convert`");
+      if (required)
+        fail_hint(ErrorKind::bad_file, "convert the checkpoint with `sg2 convert`", path, ": __metadata__ has no '",
+                  key, "'");
       return "";
     }
     if (!meta[key].is_string()) bad("__metadata__['", key, "'] is not a string but ", json_brief(meta[key]));
@@ -77,8 +80,8 @@ Model parse_model_file(const uint8_t* d, const size_t size, const std::string& p
       bad("__metadata__.format_version '", printable(fv, 24), "' is not a number");
   }
   if (version > kFormatVersion)
-    fail(ErrorKind::unsupported, path, ": model file format_version ", version, " is newer than this sg2 reads (",
-         kFormatVersion, "). HINT: update sg2");
+    fail_hint(ErrorKind::unsupported, "update sg2", path, ": model file format_version ", version,
+              " is newer than this sg2 reads (", kFormatVersion, ")");
   if (version < 1) bad("format_version ", version, " is invalid");
 
   Model model;
@@ -212,7 +215,7 @@ void save_model_file(const std::string& path, const Model& model) {
     header[name] = {{"dtype", "F32"}, {"shape", t.shape()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
-  std::string h = header.dump();
+  std::string h = detail::json_dump(header);
   h.append((8 - h.size() % 8) % 8, ' ');
   detail::write_file_atomic(path, [&](std::FILE* f) {
     uint8_t len[8];

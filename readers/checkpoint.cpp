@@ -41,8 +41,9 @@ std::string first_bytes(const uint8_t* d, size_t n) {
   return s;
 }
 
-/// Says what a non-checkpoint file looks like, or returns "" when it could be a pickle.
-std::string sniff_foreign(const uint8_t* d, size_t n) {
+/// Says what a non-checkpoint file looks like, or returns "" when it could be a pickle; *hint gets
+/// what to do about it, where there is advice.
+std::string sniff_foreign(const uint8_t* d, size_t n, std::string* hint) {
   size_t i = 0;
   while (i < n && i < 512 && std::isspace(d[i])) ++i;
   const std::string head = lower_prefix(d + i, n - i, 512);
@@ -54,19 +55,24 @@ std::string sniff_foreign(const uint8_t* d, size_t n) {
     return html ? "an HTML page, not a checkpoint (a failed or redirected download?); it starts with '" + shown + "'"
                 : "an XML/HTML document, not a checkpoint; it starts with '" + shown + "'";
   }
-  if (n >= 2 && d[0] == 0x1f && d[1] == 0x8b)
-    return "a gzip-compressed file, not a checkpoint. HINT: decompress it first";
+  if (n >= 2 && d[0] == 0x1f && d[1] == 0x8b) {
+    *hint = "decompress it first";
+    return "a gzip-compressed file, not a checkpoint";
+  }
   if (n >= 8 && std::memcmp(d, "\x89HDF\r\n\x1a\n", 8) == 0)
     return "an HDF5 file (Keras / TensorFlow 2 weights?), not a supported checkpoint";
-  if (n >= 6 && std::memcmp(d, "7z\xbc\xaf\x27\x1c", 6) == 0)
-    return "a 7-zip archive, not a checkpoint. HINT: extract it first";
+  if (n >= 6 && std::memcmp(d, "7z\xbc\xaf\x27\x1c", 6) == 0) {
+    *hint = "extract it first";
+    return "a 7-zip archive, not a checkpoint";
+  }
   if (n >= 262 && std::memcmp(d + 257, "ustar", 5) == 0)
     return "a tar archive (the torch.save format of PyTorch < 0.4 is not supported), not a checkpoint";
   if (n >= 9) {
     const uint64_t hlen = detail::load_le64(d);
-    if (hlen >= 2 && hlen <= n - 8 && d[8] == '{')
-      return "a safetensors file, not a checkpoint. HINT: sg2 model files are used directly; other safetensors files "
-             "are not supported";
+    if (hlen >= 2 && hlen <= n - 8 && d[8] == '{') {
+      *hint = "sg2 model files are used directly; other safetensors files are not supported";
+      return "a safetensors file, not a checkpoint";
+    }
   }
   if (head.rfind("{", 0) == 0 || head.rfind("version https://git-lfs", 0) == 0)
     return head.rfind("version https://git-lfs", 0) == 0 ? "a Git LFS pointer file (the real file was never downloaded)"
@@ -94,7 +100,9 @@ std::string sniff_foreign(const uint8_t* d, size_t n) {
 std::unique_ptr<Checkpoint> open_checkpoint(const uint8_t* data, size_t size, const std::string& what) {
   auto ck = std::make_unique<Checkpoint>(data, size, what);
   if (size == 0) fail(ErrorKind::bad_file, what, ": empty file (0 bytes), not a checkpoint");
-  if (std::string foreign = sniff_foreign(data, size); !foreign.empty()) fail(ErrorKind::bad_file, what, ": ", foreign);
+  std::string hint;
+  if (std::string foreign = sniff_foreign(data, size, &hint); !foreign.empty())
+    throw Error(ErrorKind::bad_file, what + ": " + foreign, hint);
   if (looks_like_zip(data, size)) {
     ck->container = Container::torch_zip;
     ck->zip = std::make_unique<ZipArchive>(data, size, what);

@@ -106,7 +106,7 @@ void check_config(const ModelConfig& config, const std::string& what) {
   try {
     config.validate();
   } catch (const Error& e) {
-    fail(ErrorKind::bad_file, what, ": ", e.what());
+    throw Error(ErrorKind::bad_file, what + ": " + e.message(), e.hint());
   }
 }
 

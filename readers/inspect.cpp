@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "formats/json_util.h"
 #include "readers/pickle.h"
 #include "readers/read_checkpoint.h"
 #include "sg2/convert.h"
@@ -126,21 +127,21 @@ std::string inspect_to_json(const InspectReport& r, int indent) {
       {"stored_dtypes", r.stored_dtypes},
       {"notes", r.notes},
       {"warnings", r.warnings},
-      {"config", json::parse(config_to_json(c))},
+      {"config", detail::parse_json_bounded(config_to_json(c), "the model's config")},
       {"provenance",
        {{"source_file", r.provenance.source_file},
         {"source_sha256", r.provenance.source_sha256},
         {"source_family", r.provenance.source_family},
         {"converter", r.provenance.converter}}},
   };
-  return j.dump(indent, ' ', false, json::error_handler_t::replace);  // file names need not be UTF-8
+  return detail::json_dump(j, indent, /*replace_invalid_utf8=*/true);  // file names need not be UTF-8
 }
 
 std::string inspect_to_text(const InspectReport& r) {
   const ModelConfig& c = r.config;
   std::ostringstream os;
   auto row = [&](const char* k, const std::string& v) { os << "  " << std::left << std::setw(18) << k << v << "\n"; };
-  os << r.file << "\n";
+  os << readers::pickle::printable(r.file, 4096) << "\n";  // a file name may hold escapes or newlines
   row("format", r.format + ", " + std::to_string(r.file_size) + " bytes");
   // "stylegan3" is the stylegan3 repository's StyleGAN2 network (--cfg=stylegan2): its alias-free
   // StyleGAN3 generators are refused. The JSON and the model file keep the family's plain name.

@@ -20,9 +20,8 @@ std::vector<std::pair<std::string, NpyArray>> npz_arrays(const uint8_t* data, si
     if (e.name.size() < 5 || e.name.compare(e.name.size() - 4, 4, ".npy") != 0)
       fail(ErrorKind::bad_file, what, ": not an .npz file: member '", shown, "' is not a .npy array");
     if (e.method != 0)
-      fail(ErrorKind::unsupported, what,
-           ": a compressed .npz (numpy.savez_compressed) is not supported. HINT: save it "
-           "with numpy.savez or numpy.save");
+      fail_hint(ErrorKind::unsupported, "save it with numpy.savez or numpy.save", what,
+                ": a compressed .npz (numpy.savez_compressed) is not supported");
     const std::string_view bytes = zip.data(e);
     out.emplace_back(
         pickle::printable(e.name.substr(0, e.name.size() - 4), 200),

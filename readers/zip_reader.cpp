@@ -175,8 +175,9 @@ std::string_view ZipArchive::data(const ZipEntry& e) const {
   if (e.flags & 1)
     fail(ErrorKind::unsupported, what_, ": unsupported: zip entry '", pickle::printable(e.name, 80), "' is encrypted");
   if (e.method != 0)
-    fail(ErrorKind::unsupported, what_, ": unsupported: zip entry '", pickle::printable(e.name, 80),
-         "' is compressed (method ", e.method, "); torch.save writes stored entries. HINT: re-save it with torch.save");
+    fail_hint(ErrorKind::unsupported, "re-save it with torch.save", what_, ": unsupported: zip entry '",
+              pickle::printable(e.name, 80), "' is compressed (method ", e.method,
+              "); torch.save writes stored entries");
   const uint8_t* p = data_ + e.data_offset;
   const size_t i = static_cast<size_t>(&e - entries_.data());
   if (&e < entries_.data() || i >= entries_.size())

@@ -82,7 +82,8 @@ TEST(DefaultModel, InstalledLayoutAndTheMissingModelMessage) {
                        "/bin/models/digits32/digits32.pkl, " + prefix + "/share/sg2/models/digits32/digits32.pkl"),
       std::string::npos)
       << missing.err;
-  EXPECT_NE(missing.err.find("HINT: pass --network FILE, set SG2_MODEL=FILE"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("\nsg2 generate: hint: pass --network FILE, set SG2_MODEL=FILE"), std::string::npos)
+      << missing.err;
 
   ASSERT_EQ(std::system(("mkdir -p " + prefix + "/share/sg2/models/digits32").c_str()), 0);
   // Any loadable model works under the bundled name (load_model detects the format by content).

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <thread>
 #include <vector>
 
@@ -81,6 +82,24 @@ TEST(CApi, GeneratesWhatTheCppApiGenerates) {
   const std::string png = dir + "/c.png";
   ASSERT_EQ(sg2_write_png(png.c_str(), px.data(), 16, 16, 3), SG2_OK) << sg2_last_error();
   EXPECT_TRUE(read_png(png).pixels == px);
+}
+
+// The advice is apart from the message: sg2_last_error() is the message, sg2_last_error_hint() the hint
+// ("" when there is none, and after a failure without one).
+TEST(CApi, TheHintIsApartFromTheMessage) {
+  const std::string dir = temp_dir("chint");
+  const std::string gz = dir + "/model.pkl";
+  {
+    std::ofstream f(gz, std::ios::binary);
+    f << std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00", 8) << std::string(64, '\0');
+  }
+  const sg2_options opt = cpu_options();
+  sg2_generator* g = nullptr;
+  EXPECT_EQ(sg2_generator_open(gz.c_str(), &opt, &g), SG2_ERR_BAD_FILE);
+  EXPECT_EQ(std::string(sg2_last_error()), gz + ": a gzip-compressed file, not a checkpoint");
+  EXPECT_EQ(std::string(sg2_last_error_hint()), "decompress it first");
+  EXPECT_EQ(sg2_generator_open(nullptr, &opt, nullptr), SG2_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(sg2_last_error_hint()), "");
 }
 
 TEST(CApi, ErrorsAreStatusCodesWithMessages) {

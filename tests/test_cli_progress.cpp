@@ -49,5 +49,11 @@ TEST(CliProgress, TheBarMovesWithinOneBatchOnATerminal) {
   EXPECT_NE(text.find("sg2 generate ["), std::string::npos) << text;
   EXPECT_NE(text.find(" 0/12 ("), std::string::npos) << text;
   EXPECT_NE(text.find("%)"), std::string::npos) << text;
+  // before the first image is done, no rate and no time left: only the time so far
+  for (size_t at = text.find(" 0/12"); at != std::string::npos; at = text.find(" 0/12", at + 1)) {
+    const std::string draw = text.substr(at, text.find_first_of("\r\n", at) - at);
+    EXPECT_EQ(draw.find("/s"), std::string::npos) << draw;
+    EXPECT_EQ(draw.find("left"), std::string::npos) << draw;
+  }
   EXPECT_NE(text.find("12 images (256x256"), std::string::npos) << text;
 }

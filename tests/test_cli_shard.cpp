@@ -227,8 +227,8 @@ TEST(CliShard, ExplicitShardGridAndErrors) {
   r = run_cli(generate_args(model, dir + "/bad"), {"OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=one"});
   EXPECT_EQ(r.status, 2) << describe(r);
   EXPECT_EQ(r.err,
-            "sg2 generate: error: environment: OMPI_COMM_WORLD_SIZE='one' is not a non-negative integer; pass "
-            "--shard I/N to choose this process's part\n");
+            "sg2 generate: error: environment: OMPI_COMM_WORLD_SIZE='one' is not a non-negative integer\n"
+            "sg2 generate: hint: pass --shard I/N to choose this process's part\n");
   EXPECT_FALSE(file_exists(dir + "/bad"));
 
   // More shards than seeds: the last ones have nothing to do, and say so.

@@ -20,6 +20,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <regex>
 #include <thread>
 #include <vector>
 
@@ -166,11 +167,11 @@ TEST(Interrupts, GenerateLeavesNoTemporaryFilesWhenInterrupted) {
     EXPECT_TRUE(ended_by(pid, sig)) << "the run ended before the signal " << sig << ", or not by it";
     const std::vector<std::string> left = temporaries_in(outdir);
     EXPECT_TRUE(left.empty()) << left.size() << " temporary files left, e.g. " << left.front();
+    // One line says what happened and what was kept (-q silences the run, not this).
     const std::string said = slurp(err);
-    EXPECT_NE(said.find(std::string("sg2 generate: stopped by ") + (sig == SIGTERM ? "SIGTERM" : "SIGUSR1") +
-                        ": the files being written were removed; the finished ones are kept\n"),
-              std::string::npos)
-        << said;
+    const std::regex line(std::string("^sg2 generate: interrupted by ") + (sig == SIGTERM ? "SIGTERM" : "SIGUSR1") +
+                          ": [0-9]+ whole files are kept in " + outdir + " \\(no partial file is left\\)\n$");
+    EXPECT_TRUE(std::regex_match(said, line)) << said;
   }
 }
 
@@ -207,6 +208,54 @@ TEST(FailedRuns, AFileSizeLimitIsAClearError) {
   EXPECT_TRUE(temporaries_in(dir + "/z").empty());
   EXPECT_FALSE(file_exists(dir + "/z/d.zip"));
   EXPECT_TRUE(temporaries_in(dir + "/o").empty());
+}
+
+// Interrupted before the first image: the folders the run created are removed again, and the line
+// says so.
+TEST(Interrupts, AnInterruptBeforeTheFirstImageRemovesTheFoldersItCreated) {
+  const std::string dir = temp_dir("int_early");
+  const std::string model = dir + "/slow.safetensors";
+  // 128 x 128 with 128 channels, one batch of 64 on one thread: seconds before the first image
+  save_model_file(model,
+                  make_random_model(make_config(128, 16384, 128, 32, 32, 0, 3, 2, Architecture::skip, 256.0f, 0), 1));
+  const std::string outdir = dir + "/a/b";
+  const std::string err_path = dir + "/stderr.txt";
+  for (int sig : {SIGINT, SIGHUP}) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(err, 2);
+      ::execl(SG2_CLI, SG2_CLI, "generate", "--network", model.c_str(), "--device", "cpu", "--threads", "1", "--seeds",
+              "0-63", "--batch", "64", "--outdir", outdir.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline && !file_exists(outdir))
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_FALSE(file_exists(outdir + "/seed0000.png")) << "the model is too fast for this test";
+    ::kill(pid, sig);
+    EXPECT_TRUE(ended_by(pid, sig));
+    EXPECT_FALSE(file_exists(dir + "/a")) << "the folders the run created were left";
+    const std::string name = sig == SIGINT ? "SIGINT" : "SIGHUP";
+    EXPECT_EQ(slurp(err_path), "sg2 generate: interrupted by " + name + ": nothing was written; the folders " + outdir +
+                                   " and the parents it created were removed\n");
+  }
+  // A folder that existed stays.
+  ASSERT_EQ(::mkdir((dir + "/kept").c_str(), 0755), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(err, 2);
+    ::execl(SG2_CLI, SG2_CLI, "generate", "--network", model.c_str(), "--device", "cpu", "--threads", "1", "--seeds",
+            "0-63", "--batch", "64", "--outdir", (dir + "/kept").c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the folder is checked before the model loads
+  ::kill(pid, SIGINT);
+  EXPECT_TRUE(ended_by(pid, SIGINT));
+  EXPECT_TRUE(file_exists(dir + "/kept"));
+  EXPECT_EQ(slurp(err_path), "sg2 generate: interrupted by SIGINT: nothing was written in " + dir + "/kept\n");
 }
 
 TEST(FailedRuns, KeepWholeFilesAndSaySo) {

@@ -179,7 +179,8 @@ TEST(OutputSafety, FfmpegGetsExactlyThisRunsFramesAndItsLogIsEscaped) {
   EXPECT_NE(slurp(dir + "/ffmpeg.args").find("-frames:v 3 "), std::string::npos) << slurp(dir + "/ffmpeg.args");
   EXPECT_FALSE(has_control_bytes(r.err)) << r.err;
   EXPECT_NE(r.err.find("ffmpeg failed (exit 1): \\x1b]0;HIJACK\\x07bad\\x0asecond line"), std::string::npos) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 2) << r.err;  // the error, then its hint
+  EXPECT_NE(r.err.find("\nsg2 interpolate: hint: --no-video skips the video\n"), std::string::npos) << r.err;
   EXPECT_FALSE(file_exists(dir + "/v/.interpolation.tmp.mp4"));
 }
 

@@ -108,6 +108,7 @@ struct TempSlot {
 TempSlot g_temp_slots[kTempSlots];
 std::atomic<int> g_closing{0};
 std::atomic<int> g_child_pid{0};
+std::atomic<void (*)(int)> g_interrupt_callback{nullptr};
 
 void wait_for_the_end() {
   for (;;) ::pause();  // the interrupt handler re-raises its signal: the process ends
@@ -207,7 +208,9 @@ void sg2_interrupt_handler(int sig) {
   const pid_t child = g_child_pid.load();
   if (child > 0) ::kill(child, SIGTERM);
   sg2::remove_temporary_files();
-  if (g_program[0] != '\0' && sig != SIGPIPE) {
+  if (void (*callback)(int) = g_interrupt_callback.load()) {
+    callback(sig);  // the program reports (the CLI: which files were kept, which folders removed)
+  } else if (g_program[0] != '\0' && sig != SIGPIPE) {
     say_async("\n", g_program, ": stopped by ", signal_name(sig));
     say_async(": the files being written were removed; the finished ones are kept\n");
   }
@@ -547,6 +550,10 @@ int register_temporary_file(const std::string& path) {
 void unregister_temporary_file(int handle) noexcept { detail::unregister_temp(handle); }
 
 void set_child_process(int pid) noexcept { detail::g_child_pid.store(pid); }
+
+void set_interrupt_callback(void (*callback)(int signal)) noexcept { detail::g_interrupt_callback.store(callback); }
+
+const char* interrupt_signal_name(int sig) noexcept { return detail::signal_name(sig); }
 
 void install_interrupt_cleanup(const char* program) {
   const size_t n = program ? std::min(std::strlen(program), sizeof detail::g_program - 1) : 0;

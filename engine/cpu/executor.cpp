@@ -209,9 +209,9 @@ void OnednnCpuBackend::ensure(int N) {
   // refuse what the machine cannot hold (overcommitted pages would fail only when first touched)
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   if (pages > 0 && page > 0 && double(per_sample_bytes_) * N > 0.8 * double(pages) * double(page))
-    fail(ErrorKind::out_of_memory, "out of host memory for a batch of ", N, " images (", (per_sample_bytes_ * N) >> 20,
-         " MiB of activations, the machine has ", (int64_t(pages) * page) >> 20,
-         " MiB). HINT: use a smaller batch (max_batch)");
+    fail_hint(ErrorKind::out_of_memory, "use a smaller batch (max_batch)", "out of host memory for a batch of ", N,
+              " images (", (per_sample_bytes_ * N) >> 20, " MiB of activations, the machine has ",
+              (int64_t(pages) * page) >> 20, " MiB)");
   try {
     b.xa.resize(N * b.xa_n);
     b.xb.resize(N * b.xb_n);
@@ -226,8 +226,8 @@ void OnednnCpuBackend::ensure(int N) {
     b.noise.resize(N * b.noise_n);
   } catch (const std::bad_alloc&) {
     b.capacity = 0;
-    fail(ErrorKind::out_of_memory, "out of host memory for a batch of ", N, " images (", (per_sample_bytes_ * N) >> 20,
-         " MiB). HINT: use a smaller batch (max_batch)");
+    fail_hint(ErrorKind::out_of_memory, "use a smaller batch (max_batch)", "out of host memory for a batch of ", N,
+              " images (", (per_sample_bytes_ * N) >> 20, " MiB)");
   }
   b.capacity = N;
 }
@@ -573,8 +573,9 @@ Tensor OnednnCpuBackend::synthesize(const Tensor& ws, const NoiseSpec& noise, co
 
 std::unique_ptr<Backend> make_onednn_cpu_backend(const Model& model, Precision precision, const CpuTuning& tuning) {
   if (precision == Precision::tf32 || precision == Precision::fp16)
-    fail(ErrorKind::invalid_argument, "the CPU backend computes in float32 only; precision '", to_string(precision),
-         "' needs the CUDA backend. HINT: use precision fp32 or auto on the CPU");
+    fail_hint(ErrorKind::invalid_argument, "use precision fp32 or auto on the CPU",
+              "the CPU backend computes in float32 only; precision '", to_string(precision),
+              "' needs the CUDA backend");
   return std::make_unique<OnednnCpuBackend>(model, tuning);
 }
 

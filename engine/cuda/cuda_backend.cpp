@@ -72,17 +72,18 @@ class CudaBackend final : public Backend, public DeviceBench {
  public:
   CudaBackend(const Model& model, int index, Precision precision, const CudaOptions& options)
       : model_(model), cfg_(model.config), index_(index), precision_(precision) {
-    std::string why;
+    std::string why, hint;
     int raw_count = 0;
     if (cudaGetDeviceCount(&raw_count) != cudaSuccess) {
       cudaGetLastError();
       raw_count = 0;
     }
-    if (cuda_device_count(&why) == 0 && raw_count == 0) fail(ErrorKind::device, "cannot run on the GPU: ", why);
+    if (cuda_device_count(&why, &hint) == 0 && raw_count == 0)
+      throw Error(ErrorKind::device, "cannot run on the GPU: " + why, hint);
     if (index < 0 || index >= raw_count)
       fail(ErrorKind::device, "CUDA device cuda:", index, " does not exist (this machine has ", raw_count,
            raw_count == 1 ? " GPU: cuda:0)" : " GPUs: cuda:0 to cuda:" + std::to_string(raw_count - 1) + ")");
-    if (!device_usable(index, &why)) fail(ErrorKind::device, why);
+    if (!device_usable(index, &why, &hint)) throw Error(ErrorKind::device, why, hint);
     DeviceGuard g(index_);
     caps_ = options.limit(DeviceCaps::probe(index_));
     stats_.limit = options.memory_limit_bytes;
@@ -186,8 +187,8 @@ class CudaBackend final : public Backend, public DeviceBench {
           continue;
         }
         if (n == 1)
-          fail(ErrorKind::out_of_memory, "the GPU ", name(), " cannot hold even one ", R, "x", R,
-               " image of this model: ", e.what());
+          fail_hint(ErrorKind::out_of_memory, "free memory on the GPU (other processes hold it?)", "the GPU ", name(),
+                    " cannot hold even one ", R, "x", R, " image of this model: ", e.message());
         max_ok_batch_ = n / 2;  // split the batch and go on
       }
     }
@@ -432,8 +433,8 @@ class CudaBackend final : public Backend, public DeviceBench {
               continue;
             }
             if (k == 1)
-              fail(ErrorKind::out_of_memory, "the GPU ", be_.name(), " cannot hold even one ", R, "x", R,
-                   " image of this model: ", e.what());
+              fail_hint(ErrorKind::out_of_memory, "free memory on the GPU (other processes hold it?)", "the GPU ",
+                        be_.name(), " cannot hold even one ", R, "x", R, " image of this model: ", e.message());
             be_.max_ok_batch_ = k / 2;
           }
         }

@@ -37,7 +37,7 @@ const char* kArchList = "?";
 
 const char* built_architectures() { return kArchList; }
 
-bool device_usable(int device, std::string* why) {
+bool device_usable(int device, std::string* why, std::string* hint) {
   cudaDeviceProp prop{};
   cudaError_t e = cudaGetDeviceProperties(&prop, device);
   if (e != cudaSuccess) {
@@ -56,9 +56,10 @@ bool device_usable(int device, std::string* why) {
     if (why) {
       *why = std::string("GPU ") + std::to_string(device) + " (" + prop.name + ") is sm_" + std::to_string(prop.major) +
              std::to_string(prop.minor) + ", but this sg2 was built for compute capabilities " + kArchList + " (" +
-             cudaGetErrorString(e) + "). HINT: rebuild with -DSG2_CUDA_ARCHITECTURES=" + std::to_string(prop.major) +
-             std::to_string(prop.minor);
+             cudaGetErrorString(e) + ")";
     }
+    if (hint)
+      *hint = "rebuild with -DSG2_CUDA_ARCHITECTURES=" + std::to_string(prop.major) + std::to_string(prop.minor);
     return false;
   }
   return true;
@@ -76,7 +77,7 @@ std::string device_name(int device) {
 
 }  // namespace cuda
 
-int cuda_device_count(std::string* why) {
+int cuda_device_count(std::string* why, std::string* hint) {
   try {
     int n = 0;
     const cudaError_t e = cudaGetDeviceCount(&n);
@@ -93,15 +94,18 @@ int cuda_device_count(std::string* why) {
     }
     // Devices are usable when this build has code for them; report the first problem.
     int usable = 0;
-    std::string first_problem;
+    std::string first_problem, first_hint;
     for (int d = 0; d < n; ++d) {
-      std::string w;
-      if (cuda::device_usable(d, &w))
+      std::string w, h;
+      if (cuda::device_usable(d, &w, &h)) {
         ++usable;
-      else if (first_problem.empty())
+      } else if (first_problem.empty()) {
         first_problem = w;
+        first_hint = h;
+      }
     }
     if (usable == 0 && why) *why = first_problem;
+    if (usable == 0 && hint) *hint = first_hint;
     return usable == n ? n : usable;
   } catch (...) {
     if (why) *why = "querying CUDA devices failed";

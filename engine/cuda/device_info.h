@@ -8,9 +8,10 @@ namespace sg2::cuda {
 /// The compute capabilities this binary carries code for ("900" or "800,860,890,900").
 const char* built_architectures();
 
-/// True when `device` exists and this build has code that runs on it; otherwise false and the
-/// reason (naming the SM and the built architectures) in `why`. Never throws.
-bool device_usable(int device, std::string* why);
+/// True when `device` exists and this build has code that runs on it; otherwise false, the
+/// reason (naming the SM and the built architectures) in `why` and, for an architecture not
+/// built, the rebuild to make in `hint`. Never throws.
+bool device_usable(int device, std::string* why, std::string* hint = nullptr);
 
 /// "NVIDIA H200 (sm_90, 132 SMs, 143771 MiB)".
 std::string device_name(int device);

@@ -4,19 +4,22 @@
 
 namespace sg2 {
 
-int cuda_device_count(std::string* why) {
-  if (why)
-    *why =
-        "this sg2 was built without the CUDA backend (configured with SG2_CUDA=OFF, or no CUDA compiler was found "
-        "when it was configured)";
+namespace {
+constexpr const char* kRebuild =
+    "rebuild with SG2_CUDA=ON scripts/build.sh (it needs nvcc, cuBLAS and cuDNN; a GPU is needed only to run it)";
+constexpr const char* kWhy =
+    "this sg2 was built without the CUDA backend (configured with SG2_CUDA=OFF, or no CUDA compiler was found when "
+    "it was configured)";
+}  // namespace
+
+int cuda_device_count(std::string* why, std::string* hint) {
+  if (why) *why = kWhy;
+  if (hint) *hint = kRebuild;
   return 0;
 }
 
 std::unique_ptr<Backend> make_cuda_backend(const Model&, int, Precision, bool) {
-  fail(ErrorKind::device,
-       "this sg2 was built without the CUDA backend (configured with SG2_CUDA=OFF, or no CUDA compiler was found "
-       "when it was configured). HINT: rebuild with SG2_CUDA=ON scripts/build.sh (it needs nvcc, cuBLAS and cuDNN; "
-       "a GPU is needed only to run it)");
+  throw Error(ErrorKind::device, kWhy, kRebuild);
 }
 
 }  // namespace sg2

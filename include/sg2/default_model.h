@@ -28,8 +28,8 @@ const char* default_model_relative_path();
 std::vector<std::string> default_model_candidates();
 
 /// The first existing regular file of default_model_candidates(). Throws Error(io) listing every
-/// place looked at and the HINT to pass --network or set SG2_MODEL when none exists (or when
-/// SG2_MODEL names a file that does not exist).
+/// place looked at, with the hint (Error::hint) to pass a model path or set SG2_MODEL, when none
+/// exists (or when SG2_MODEL names a file that does not exist).
 std::string default_model_path();
 
 /// load_model(default_model_path()).

@@ -1,9 +1,12 @@
 // sg2: the one exception type of the library.
 //
 // Library code never aborts or exits: every failure is thrown as sg2::Error, whose message says
-// what failed, where (file, tensor, layer) and, where there is one, what to do ("HINT: ...").
+// what failed and where (file, tensor, layer), and whose hint, where there is one, says what to do
+// ("decompress it first"). Programs show the two apart (the sg2 CLI prints the hint on a line of
+// its own) or print what(): the message and "; hint: <hint>", on one line.
 #pragma once
 
+#include <cstddef>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -30,11 +33,32 @@ const char* to_string(ErrorKind kind);
 /// The exception thrown by every sg2 function.
 class Error : public std::runtime_error {
  public:
-  Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  /// `message`: one line, what failed and where. `hint`: one line, what the user can do about it
+  /// ("" for none); it names the API's terms ("pass a model path"), which a program may replace
+  /// with its own (with_hint).
+  Error(ErrorKind kind, const std::string& message, const std::string& hint = std::string())
+      : std::runtime_error(hint.empty() ? message : message + kHintSeparator + hint),
+        kind_(kind),
+        message_size_(message.size()) {}
   ErrorKind kind() const noexcept { return kind_; }
+  /// The message without the hint.
+  std::string message() const { return std::string(what(), message_size_); }
+  /// What to do about it; "" when there is no advice.
+  std::string hint() const {
+    const std::string all = what();
+    return all.size() > message_size_ ? all.substr(message_size_ + sizeof(kHintSeparator) - 1) : std::string();
+  }
+  /// The same error with `hint` as its hint ("" removes it).
+  Error with_hint(const std::string& hint) const { return Error(kind_, message(), hint); }
+  /// The same error with `message` as its message and the hint kept.
+  Error with_message(const std::string& message) const { return Error(kind_, message, hint()); }
+
+  /// What what() puts between the message and the hint.
+  static constexpr const char kHintSeparator[] = "; hint: ";
 
  private:
   ErrorKind kind_;
+  size_t message_size_;
 };
 
 namespace detail {
@@ -50,6 +74,13 @@ std::string concat(Args&&... args) {
 template <typename... Args>
 [[noreturn]] void fail(ErrorKind kind, Args&&... args) {
   throw Error(kind, detail::concat(std::forward<Args>(args)...));
+}
+
+/// Throws Error(kind, concatenation of args, hint). Use:
+/// `fail_hint(ErrorKind::bad_file, "decompress it first", path, ": a gzip-compressed file")`.
+template <typename... Args>
+[[noreturn]] void fail_hint(ErrorKind kind, const std::string& hint, Args&&... args) {
+  throw Error(kind, detail::concat(std::forward<Args>(args)...), hint);
 }
 
 }  // namespace sg2

@@ -44,5 +44,17 @@ void unregister_temporary_file(int handle) noexcept;
 /// ends with SIGTERM before the program ends, so that an interrupted run leaves no orphan behind.
 void set_child_process(int pid) noexcept;
 
+/// A function that the interrupt handler of install_interrupt_cleanup calls with the signal's
+/// number after it has removed the temporary files (and ended the child process) and before the
+/// process ends: the place to say what the interruption left (the sg2 CLI removes the empty
+/// folders the run created and prints one line). It runs inside the signal handler, so it may
+/// only use async-signal-safe calls (write, rmdir, ...); nullptr for none (the default).
+/// With a callback set, the handler's own line (install_interrupt_cleanup's `program`) is not printed.
+void set_interrupt_callback(void (*callback)(int signal)) noexcept;
+
+/// "SIGUSR1", "SIGXCPU (the CPU time limit)", ...: the name of a signal the cleanup handles
+/// ("a signal" for another); a static string, safe to use in a signal handler.
+const char* interrupt_signal_name(int signal) noexcept;
+
 }  // namespace sg2
 SG2_PUBLIC_END

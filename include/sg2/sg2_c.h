@@ -1,6 +1,6 @@
 /* sg2: the C ABI, for other languages (Python ctypes/cffi, Rust, Go, C#, ...).
  *
- * Opaque handles, status codes, and a per-thread last-error message; no C++ exception ever
+ * Opaque handles, status codes, and a per-thread last-error message and hint; no C++ exception ever
  * crosses this boundary. Arrays are dense, C order, float32 unless stated, in host memory, with
  * shapes in PyTorch order. Semantics are those of the C++ API (sg2/generator.h).
  *
@@ -65,9 +65,14 @@ typedef struct sg2_model_info {
   int z_dim, c_dim, w_dim, num_ws, img_resolution, img_channels;
 } sg2_model_info;
 
-/** The message of the last failed call on this thread ("" when none). Valid until the next
- *  failing call on the same thread. */
+/** The message of the last failed call on this thread ("" when none): one line, what failed and
+ *  where. Valid until the next failing call on the same thread. */
 const char* sg2_last_error(void);
+
+/** What to do about the last failure on this thread, when sg2 has advice ("decompress it first",
+ *  "use precision fp32 or auto on the CPU"); "" otherwise. Not part of sg2_last_error()'s text: show
+ *  both (the sg2 CLI prints the hint on a line of its own). Valid as long as sg2_last_error(). */
+const char* sg2_last_error_hint(void);
 
 /** "0.1.0" */
 const char* sg2_version(void);
