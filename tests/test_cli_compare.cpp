@@ -68,14 +68,16 @@ TEST(CliCompareTolerances, OneCallHoldsEachKindOfFileToItsOwnTolerance) {
   // The case: the .npy 0.04 off fails --max-abs 1e-4 while its PNG, 1 level off, passes --max-levels 1.
   CliResult r = run_cli({"compare", a, b, "--max-levels", "1", "--max-abs", "1e-4"});
   EXPECT_EQ(r.status, 1) << describe(r);
-  EXPECT_TRUE(has_text(r.out, "PASS img.png: max|diff| 1 levels, mean|diff| 0.00520833, PSNR 70.9638 dB, 1 of 192 "
-                              "values differ (0.5208 %)\n"))
+  EXPECT_TRUE(has_text(r.out,
+                       "PASS img.png: max|diff| 1 levels, mean|diff| 0.00520833, PSNR 70.9638 dB, 1 of 192 "
+                       "values differ (0.5208 %)\n"))
       << r.out;
   EXPECT_TRUE(has_text(r.out, "FAIL img.npy: max|diff| 0.04")) << r.out;
   EXPECT_TRUE(has_text(r.out, "values differ (2.083 %); fails --max-abs 0.0001\n")) << r.out;
   EXPECT_TRUE(has_text(r.out, "PASS u8.npy: max|diff| 1 levels")) << r.out;
-  EXPECT_TRUE(has_text(r.out, "sg2 compare: 2 of 3 files match (PNGs and uint8 arrays: max|diff| <= 1 level; float "
-                              "arrays: max|diff| <= 0.0001), 1 do not\n"))
+  EXPECT_TRUE(has_text(r.out,
+                       "sg2 compare: 2 of 3 files match (PNGs and uint8 arrays: max|diff| <= 1 level; float "
+                       "arrays: max|diff| <= 0.0001), 1 do not\n"))
       << r.out;
   EXPECT_EQ(count_lines(r.out), 4) << r.out;
   // Each kind at its own bound: every file passes.
@@ -87,8 +89,9 @@ TEST(CliCompareTolerances, OneCallHoldsEachKindOfFileToItsOwnTolerance) {
   EXPECT_EQ(r.status, 1) << describe(r);
   EXPECT_TRUE(has_text(r.out, "(0.5208 %); fails --max-levels 0\n")) << r.out;
   EXPECT_TRUE(has_text(r.out, "PASS img.npy")) << r.out;
-  EXPECT_TRUE(has_text(r.out, "sg2 compare: 1 of 3 files match (PNGs and uint8 arrays: max|diff| <= 0 levels; float "
-                              "arrays: max|diff| <= 0.05), 2 do not\n"))
+  EXPECT_TRUE(has_text(r.out,
+                       "sg2 compare: 1 of 3 files match (PNGs and uint8 arrays: max|diff| <= 0 levels; float "
+                       "arrays: max|diff| <= 0.05), 2 do not\n"))
       << r.out;
 }
 
@@ -100,12 +103,14 @@ TEST(CliCompareTolerances, MaxDifferingIsTheShareOfEachFilesValuesThatMayDiffer)
   EXPECT_EQ(r.status, 1) << describe(r);
   EXPECT_TRUE(has_text(r.out, "FAIL img.png: max|diff| 1 levels")) << r.out;
   EXPECT_TRUE(has_text(r.out, "(0.5208 %); fails --max-differing 0.5%\n")) << r.out;
-  EXPECT_TRUE(has_text(r.out, "PASS u8.npy: max|diff| 1 levels, mean|diff| 0.005, PSNR 71.1411 dB, 1 of 200 values "
-                              "differ (0.5 %)\n"))
+  EXPECT_TRUE(has_text(r.out,
+                       "PASS u8.npy: max|diff| 1 levels, mean|diff| 0.005, PSNR 71.1411 dB, 1 of 200 values "
+                       "differ (0.5 %)\n"))
       << r.out;
   EXPECT_TRUE(has_text(r.out, "PASS img.npy")) << r.out;  // a share says nothing of float arrays
-  EXPECT_TRUE(has_text(r.out, "(PNGs and uint8 arrays: max|diff| <= 1 level and at most 0.5 % of the values differ; "
-                              "float arrays: max|diff| <= 0.05), 1 do not\n"))
+  EXPECT_TRUE(has_text(r.out,
+                       "(PNGs and uint8 arrays: max|diff| <= 1 level and at most 0.5 % of the values differ; "
+                       "float arrays: max|diff| <= 0.05), 1 do not\n"))
       << r.out;
   r = run_cli({"compare", a, b, "--max-levels", "1", "--max-differing", "0.53%", "--max-abs", "0.05"});
   EXPECT_EQ(r.status, 0) << describe(r);
@@ -159,8 +164,9 @@ TEST(CliCompareTolerances, MaxAbsOnPngsOrUint8ArraysIsRefusedNamingMaxLevels) {
                                   "/img.png is a PNG: give PNGs and uint8 arrays their tolerance in levels with "
                                   "--max-levels N (--max-levels 0: identical) (see sg2 compare --help)\n"))
       << r.err;
-  EXPECT_TRUE(has_text(r.err, "sg2 compare: hint: before, --max-abs meant levels for PNGs and uint8 arrays: --max-abs "
-                              "1 on them is now --max-levels 1;"))
+  EXPECT_TRUE(has_text(r.err,
+                       "sg2 compare: hint: before, --max-abs meant levels for PNGs and uint8 arrays: --max-abs "
+                       "1 on them is now --max-levels 1;"))
       << r.err;
   EXPECT_EQ(count_lines(r.err), 2) << r.err;
   // A folder holding PNGs: refused before any file is compared (no lines on stdout).
@@ -227,8 +233,9 @@ TEST(CliCompareFolders, NoRecursiveComparesOnlyTheFoldersOwnFiles) {
   CliResult sub = run_cli({"compare", dir + "/a/x", dir + "/b/x", "--no-recursive"});
   EXPECT_EQ(sub.status, 1) << describe(sub);
   EXPECT_TRUE(has_text(sub.out, "FAIL deep.png: max|diff| 1 levels")) << sub.out;
-  EXPECT_TRUE(has_text(sub.out, "sg2 compare: 0 of 1 files match (identical values), 1 do not; 1 subfolder not "
-                                "walked (--no-recursive)\n"))
+  EXPECT_TRUE(has_text(sub.out,
+                       "sg2 compare: 0 of 1 files match (identical values), 1 do not; 1 subfolder not "
+                       "walked (--no-recursive)\n"))
       << sub.out;
   // Folders whose files are all in subfolders: nothing to compare, said so.
   mkdirs(dir + "/c/sub " + dir + "/d/sub");
@@ -265,4 +272,74 @@ TEST(CliCompareQuiet, QuietPrintsOnlyTheFailLines) {
   EXPECT_TRUE(has_text(help.out, "print only the FAIL lines")) << help.out;
   for (const char* opt : {"--max-levels", "--max-differing", "--max-abs", "--min-psnr", "--no-recursive"})
     EXPECT_TRUE(has_text(help.out, opt)) << opt << "\n" << help.out;
+}
+
+// docs/golden-tests.md's workflow, run as the page shows it (on the bundled model, CPU backend): the
+// goldens, the check at another batch size (identical), the failure report's shape, the reference ops
+// within the policy, and the refusal of an old --max-abs line; the page and the README show these lines.
+TEST(CliCompareDocs, TheGoldenTestWorkflowRunsAsThePageShowsIt) {
+  const std::string page = slurp(source_path("docs/golden-tests.md"));
+  const std::string readme = slurp(source_path("README.md"));
+  const std::string policy_line =
+      "build/sg2 compare out/check tests/goldens --max-levels 1 --max-differing 0.2% --max-abs 1e-4";
+  const std::string summary =
+      "sg2 compare: 8 of 8 files match (PNGs and uint8 arrays: max|diff| <= 1 level and at most 0.2 % of the values "
+      "differ; float arrays: max|diff| <= 0.0001)\n";
+  const std::vector<std::string> shown_lines = {
+      "$ build/sg2 generate --seeds 0-3 --class 3 --format both --device cpu -q --outdir out/goldens\n",
+      "$ build/sg2 generate --seeds 0-3 --class 3 --format both --device cpu --batch 4 -q --outdir out/check\n",
+      "$ " + policy_line + "\n", summary, "*.png binary\n*.npy binary\n"};
+  for (const std::string& shown : shown_lines)
+    EXPECT_TRUE(has_text(page, shown)) << "docs/golden-tests.md does not show: " << shown;
+  EXPECT_TRUE(has_text(readme, "$ " + policy_line)) << "README.md";
+  EXPECT_TRUE(has_text(readme, "docs/golden-tests.md#golden-tests-in-ci")) << "README.md";
+
+  const std::string dir = temp_dir("workflow");
+  const std::vector<std::string> gen = {"generate", "--seeds", "0-3",      "--class", "3",
+                                        "--format", "both",    "--device", "cpu",     "-q"};
+  auto generate = [&](const std::string& outdir, std::vector<std::string> extra, std::vector<std::string> env) {
+    std::vector<std::string> args = gen;
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--outdir", outdir});
+    env.push_back("SG2_MODEL=");
+    const CliResult r = run_cli(args, env);
+    EXPECT_EQ(r.status, 0) << describe(r);
+  };
+  const std::vector<std::string> policy = {"--max-levels", "1", "--max-differing", "0.2%", "--max-abs", "1e-4"};
+  auto compare = [&](const std::string& x, const std::string& y, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"compare", x, y};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_cli(args);
+  };
+  generate(dir + "/tests/goldens", {}, {});
+  generate(dir + "/out/check", {"--batch", "4"}, {});
+  CliResult r = compare(dir + "/out/check", dir + "/tests/goldens", policy);
+  EXPECT_EQ(r.status, 0) << describe(r);
+  EXPECT_TRUE(has_text(r.out,
+                       "PASS seed0003.png: max|diff| 0 levels, mean|diff| 0, PSNR inf dB, 0 of 3072 values "
+                       "differ (0 %)\n"))
+      << r.out;
+  EXPECT_EQ(r.out.substr(r.out.rfind("sg2 compare:")), summary);
+  // The failure report: every float array fails --max-abs, PNGs 1 level off fail on their share.
+  generate(dir + "/out/changed", {"--trunc", "0.9999"}, {});
+  r = compare(dir + "/out/changed", dir + "/tests/goldens", policy);
+  EXPECT_EQ(r.status, 1) << describe(r);
+  for (const char* s : {"0", "1", "2", "3"})
+    EXPECT_TRUE(has_text(r.out, std::string("FAIL seed000") + s + ".npy: max|diff| 0.0001")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "; fails --max-abs 0.0001\n")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "FAIL seed0001.png: max|diff| 1 levels")) << r.out;
+  EXPECT_TRUE(has_text(r.out, "; fails --max-differing 0.2%\n")) << r.out;
+  // The CPU reference ops against the default backend: within the policy.
+  generate(dir + "/out/ref", {}, {"SG2_CPU_REFERENCE=1"});
+  r = compare(dir + "/out/check", dir + "/out/ref",
+              {"--max-levels", "1", "--max-differing", "0.2%", "--max-abs", "1e-4", "-q"});
+  EXPECT_EQ(r.status, 0) << describe(r);
+  EXPECT_EQ(r.out, "");
+  // The old line the page shows, refused with the message it shows.
+  r = compare(dir + "/out/check/seed0003.png", dir + "/tests/goldens/seed0003.png", {"--max-abs", "1"});
+  EXPECT_EQ(r.status, 2) << describe(r);
+  std::string err = r.err;
+  for (size_t at = err.find(dir + "/"); at != std::string::npos; at = err.find(dir + "/"))
+    err.erase(at, dir.size() + 1);
+  EXPECT_TRUE(has_text(page, err)) << "docs/golden-tests.md does not show:\n" << err;
 }
