@@ -198,11 +198,11 @@ TEST(CliCompare, ImagesArraysAndFolders) {
   EXPECT_NE(off.out.find("FAIL"), std::string::npos);
   EXPECT_NE(off.out.find("max|diff| 1 levels"), std::string::npos) << off.out;
   EXPECT_NE(off.out.find("1 of 192 values differ"), std::string::npos) << off.out;
-  EXPECT_EQ(run_cli({"compare", dir + "/a/img.png", dir + "/b/img.png", "--max-abs", "1"}).status, 0);
+  EXPECT_EQ(run_cli({"compare", dir + "/a/img.png", dir + "/b/img.png", "--max-levels", "1"}).status, 0);
   EXPECT_EQ(run_cli({"compare", dir + "/a/img.png", dir + "/b/img.png", "--min-psnr", "40"}).status, 0);
   // Every given threshold must hold.
-  EXPECT_EQ(run_cli({"compare", dir + "/a/img.png", dir + "/b/img.png", "--max-abs", "1", "--min-psnr", "100"}).status,
-            1);
+  EXPECT_EQ(
+      run_cli({"compare", dir + "/a/img.png", dir + "/b/img.png", "--max-levels", "1", "--min-psnr", "100"}).status, 1);
 
   CliResult npy = run_cli({"compare", dir + "/a/img.npy", dir + "/b/img.npy"});
   EXPECT_EQ(npy.status, 1) << describe(npy);
@@ -210,9 +210,9 @@ TEST(CliCompare, ImagesArraysAndFolders) {
   EXPECT_EQ(run_cli({"compare", dir + "/a/img.npy", dir + "/b/img.npy", "--max-abs", "1e-4"}).status, 1);
 
   // Folders: pairs by name; a file on one side only fails.
-  EXPECT_EQ(run_cli({"compare", dir + "/a", dir + "/b", "--max-abs", "1"}).status, 0);
+  EXPECT_EQ(run_cli({"compare", dir + "/a", dir + "/b", "--max-levels", "1", "--max-abs", "1e-3"}).status, 0);
   write_png(dir + "/a/only_a.png", x);
-  CliResult folders = run_cli({"compare", dir + "/a", dir + "/b", "--max-abs", "1"});
+  CliResult folders = run_cli({"compare", dir + "/a", dir + "/b", "--max-levels", "1", "--max-abs", "1e-3"});
   EXPECT_EQ(folders.status, 1) << describe(folders);
   EXPECT_NE(folders.out.find("FAIL only_a.png: missing in " + dir + "/b"), std::string::npos) << folders.out;
   EXPECT_NE(folders.out.find("PASS same.png"), std::string::npos) << folders.out;
@@ -238,7 +238,8 @@ TEST(CliCompare, ImagesArraysAndFolders) {
   EXPECT_EQ(missing.status, 1);
   EXPECT_NE(missing.err.find("nope.png: no such file or folder"), std::string::npos) << missing.err;
   EXPECT_EQ(run_cli({"compare", dir + "/a", dir + "/a/img.png"}).status, 2);
-  EXPECT_EQ(run_cli({"compare", dir + "/a/img.png", dir + "/b/img.png", "--max-abs", "-1"}).status, 2);
+  EXPECT_EQ(run_cli({"compare", dir + "/a/img.npy", dir + "/b/img.npy", "--max-abs", "-1"}).status, 2);
+  EXPECT_EQ(run_cli({"compare", dir + "/a/img.png", dir + "/b/img.png", "--max-levels", "-1"}).status, 2);
 }
 
 // sg2 bench --end-to-end on the CPU backend: seeds to files, the stages named; the files are those of

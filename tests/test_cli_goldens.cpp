@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -26,6 +27,30 @@ std::string psi_text(double psi) {
   std::ostringstream os;
   os << psi;
   return os.str();
+}
+
+/// The project's tolerance as one sg2 compare line, for a folder of PNGs and float .npy files.
+const std::vector<std::string> kPolicy = {"--max-levels", "1", "--max-differing", "0.2%", "--max-abs", "1e-4"};
+const std::string kPolicyRule =
+    "(PNGs and uint8 arrays: max|diff| <= 1 level and at most 0.2 % of the values differ; float arrays: max|diff| <= "
+    "0.0001)";
+
+/// Copies `from` to `to` (a golden under the name sg2 writes), for a folder compare.
+void copy_as(const std::string& from, const std::string& to) {
+  const std::string bytes = slurp(from);
+  ASSERT_FALSE(bytes.empty()) << from;
+  std::ofstream(to, std::ios::binary) << bytes;
+}
+
+/// sg2 compare OUT GOLD with the project's tolerance in one call: every file of both passes.
+void compare_folders(const std::string& out, const std::string& gold, size_t files, const std::string& label) {
+  std::vector<std::string> args = {"compare", out, gold};
+  args.insert(args.end(), kPolicy.begin(), kPolicy.end());
+  CliResult r = run_cli(args);
+  EXPECT_EQ(r.status, 0) << label << describe(r);
+  const std::string n = std::to_string(files);
+  EXPECT_NE(r.out.find("sg2 compare: " + n + " of " + n + " files match " + kPolicyRule + "\n"), std::string::npos)
+      << label << ": " << r.out;
 }
 
 /// Checks one output (stem.png / stem.npy in dir) against an official golden PNG and .npy.
@@ -79,12 +104,17 @@ TEST_P(FixtureGoldens, GenerateMatchesTheOfficialImages) {
       args.insert(args.end(), {"--class", std::to_string(goldens[0]["class_idx"].get<int>())});
     CliResult r = run_cli(args);
     ASSERT_EQ(r.status, 0) << c << " " << key << describe(r);
+    const std::string gold = temp_dir("gold" + std::to_string(n));
     for (const json& g : goldens) {
       char stem[32];
       std::snprintf(stem, sizeof stem, "seed%04d", g["seed"].get<int>());
       check_output(out, stem, fixture(c + "/" + g["png"].get<std::string>()),
                    fixture(c + "/" + g["img"].get<std::string>()), c + " " + g["png"].get<std::string>());
+      copy_as(fixture(c + "/" + g["png"].get<std::string>()), gold + "/" + stem + ".png");
+      copy_as(fixture(c + "/" + g["img"].get<std::string>()), gold + "/" + stem + ".npy");
     }
+    // The same check as sg2 compare's one line on the two folders (PNGs and float arrays together).
+    compare_folders(out, gold, 2 * goldens.size(), c + " " + key);
   }
 }
 
@@ -139,9 +169,10 @@ TEST(CliGoldens, TfSeedModeMatchesRunGenerator) {
 }
 
 // The bundled model, found with nothing else: every digits32 golden (seeds 0-9, class = seed,
-// psi 1 and 0.7), and sg2 compare on the results.
+// psi 1 and 0.7), and sg2 compare on the results: file by file, and the folders in one call.
 TEST(CliGoldens, BundledDigits32MatchesTheOfficialImages) {
   for (const char* psi : {"1", "0.7"}) {
+    const std::string mine = temp_dir(std::string("mine") + psi), gold = temp_dir(std::string("gold") + psi);
     for (int s = 0; s <= 9; ++s) {
       const std::string out = temp_dir(std::string("d") + psi + "_" + std::to_string(s));
       CliResult r = run_cli({"generate", "--device", "cpu", "--seeds", std::to_string(s), "--class", std::to_string(s),
@@ -158,9 +189,14 @@ TEST(CliGoldens, BundledDigits32MatchesTheOfficialImages) {
       check_output(out, name, png, img, stem);
       CliResult cmp = run_cli({"compare", out + "/" + name + ".npy", img, "--max-abs", "1e-4"});
       EXPECT_EQ(cmp.status, 0) << describe(cmp);
-      CliResult cmp_png = run_cli({"compare", out + "/" + name + ".png", png, "--max-abs", "1"});
+      CliResult cmp_png =
+          run_cli({"compare", out + "/" + name + ".png", png, "--max-levels", "1", "--max-differing", "0.2%"});
       EXPECT_EQ(cmp_png.status, 0) << describe(cmp_png);
+      for (const char* ext : {".png", ".npy"}) copy_as(out + "/" + name + ext, mine + "/" + name + ext);
+      copy_as(png, gold + "/" + name + ".png");
+      copy_as(img, gold + "/" + name + ".npy");
     }
+    compare_folders(mine, gold, 20, std::string("digits32 psi ") + psi);
   }
 }
 

@@ -200,7 +200,16 @@ TEST(CliCompare, SixteenBitImagesAreComparedAtSixteenBits) {
   EXPECT_EQ(r.status, 1) << describe(r);
   EXPECT_NE(r.out.find("max|diff| 1 levels (16-bit)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1 of 16 values differ"), std::string::npos) << r.out;
-  EXPECT_EQ(run_cli({"compare", dir + "/a.png", dir + "/b.png", "--max-abs", "1"}).status, 0);
+  EXPECT_EQ(run_cli({"compare", dir + "/a.png", dir + "/b.png", "--max-levels", "1"}).status, 0);
+  // --max-levels counts levels of the file's own depth: 257 16-bit levels are one 8-bit level.
+  PngSpec c = gray16(4, 4, 1000);
+  c.samples[5] += 257;
+  put(dir + "/c.png", png_file(c));
+  CliResult wide = run_cli({"compare", dir + "/a.png", dir + "/c.png", "--max-levels", "256"});
+  EXPECT_EQ(wide.status, 1) << describe(wide);
+  EXPECT_NE(wide.out.find("max|diff| 257 levels (16-bit)"), std::string::npos) << wide.out;
+  EXPECT_NE(wide.out.find("; fails --max-levels 256"), std::string::npos) << wide.out;
+  EXPECT_EQ(run_cli({"compare", dir + "/a.png", dir + "/c.png", "--max-levels", "257"}).status, 0);
   // 8 bits against 16 bits is not "identical".
   PngSpec e;
   e.width = 4;
@@ -434,7 +443,8 @@ TEST(CliCompare, Uint8ArraysAreComparedAsLevels) {
   // MSE (4 + 1) / 4 = 1.25: PSNR 10 log10(255^2 / 1.25) = 47.1617 dB.
   EXPECT_NE(r.out.find("max|diff| 2 levels, mean|diff| 0.75, PSNR 47.1617 dB, 2 of 4 values differ"), std::string::npos)
       << r.out;
-  EXPECT_EQ(run_cli({"compare", dir + "/a.npy", dir + "/b.npy", "--max-abs", "2"}).status, 0);
+  EXPECT_EQ(run_cli({"compare", dir + "/a.npy", dir + "/b.npy", "--max-levels", "2"}).status, 0);
+  EXPECT_EQ(run_cli({"compare", dir + "/a.npy", dir + "/b.npy", "--max-levels", "1"}).status, 1);
   EXPECT_EQ(run_cli({"compare", dir + "/a.npy", dir + "/b.npy", "--min-psnr", "47"}).status, 0);
   EXPECT_EQ(run_cli({"compare", dir + "/a.npy", dir + "/b.npy", "--min-psnr", "48"}).status, 1);
   // uint8 levels against float values: refused, saying why.

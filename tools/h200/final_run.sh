@@ -27,7 +27,7 @@ echo "== end to end, the same pickle"
 a=$(date +%s.%N); timeout 100 python3 $R/tools/run_official.py $R/.gpucarry/sg3 gen_images.py --network $D/r1024.pkl --seeds 0-31 --outdir $D/off > $D/off.log 2>&1; echo "official rc=$?"; b=$(date +%s.%N)
 n=$(ls $D/off/*.png 2>/dev/null | wc -l); echo "OFFICIAL gen_images.py 1024 PNG: $n in $(awk "BEGIN{printf \"%.2f\", $b - $a}") s wall (model load included) = $(awk "BEGIN{printf \"%.2f\", $n / ($b - $a)}") img/s"; el
 timeout 60 $S generate --network $D/r1024.pkl --seeds 0-31 --outdir $D/s32 2>&1 | tail -1
-timeout 60 $S compare $D/off $D/s32 --max-abs 8 2>&1 | tail -1
+timeout 60 $S compare $D/off $D/s32 --max-levels 8 2>&1 | tail -1
 for cfg in "default png 1023" "fast png 4095" "default u8npy 4095"; do
   set -- $cfg; rm -rf $D/g
   a=$(date +%s.%N); timeout 60 $S generate --network $D/r1024.pkl --seeds 0-$3 --batch 32 --png-level $1 --format $2 --outdir $D/g 2>&1 | tail -1; b=$(date +%s.%N)
