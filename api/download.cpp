@@ -27,8 +27,6 @@ namespace sg2 {
 
 namespace {
 
-constexpr uint64_t kDefaultMaxBytes = 8ull << 30;
-
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -76,6 +74,15 @@ std::string url_file_name(const std::string& url) {
   return name.empty() ? "download" : name;
 }
 
+bool regular_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+#ifdef SG2_WITH_CURL
+
+constexpr uint64_t kDefaultMaxBytes = 8ull << 30;
+
 uint64_t max_bytes_of(const DownloadOptions& o) {
   if (o.max_bytes > 0) return o.max_bytes;
   const char* env = std::getenv("SG2_DOWNLOAD_MAX_BYTES");
@@ -89,17 +96,10 @@ uint64_t max_bytes_of(const DownloadOptions& o) {
   return v;
 }
 
-bool regular_file(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
 std::string bytes_text(uint64_t n) {
   return n >= (1u << 20) ? std::to_string(n) + " bytes (" + std::to_string(n >> 20) + " MiB)"
                          : std::to_string(n) + " bytes";
 }
-
-#ifdef SG2_WITH_CURL
 
 struct Transfer {
   CURL* curl = nullptr;

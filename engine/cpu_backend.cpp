@@ -12,8 +12,8 @@
 #include "util/text_util.h"
 #if SG2_WITH_ONEDNN
 #include "engine/cpu/executor.h"
-#include "engine/cpu_tuning.h"
 #endif
+#include "engine/cpu_tuning.h"
 #include "engine/plan.h"
 #include "kernels/ref/bias_act.h"
 #include "kernels/ref/fully_connected.h"
@@ -259,7 +259,7 @@ CpuTuning CpuTuning::resolve(int requested_threads, bool reference) {
 }
 
 std::unique_ptr<Backend> make_cpu_backend(const Model& model, Precision precision, int threads, bool reference) {
-  const CpuTuning tuning = CpuTuning::resolve(threads, reference);
+  [[maybe_unused]] const CpuTuning tuning = CpuTuning::resolve(threads, reference);  // validates the environment in every build
 #if SG2_WITH_ONEDNN
   if (!tuning.reference) return make_onednn_cpu_backend(model, precision, tuning);
 #endif
