@@ -259,7 +259,8 @@ CpuTuning CpuTuning::resolve(int requested_threads, bool reference) {
 }
 
 std::unique_ptr<Backend> make_cpu_backend(const Model& model, Precision precision, int threads, bool reference) {
-  [[maybe_unused]] const CpuTuning tuning = CpuTuning::resolve(threads, reference);  // validates the environment in every build
+  [[maybe_unused]] const CpuTuning tuning =
+      CpuTuning::resolve(threads, reference);  // validates the environment in every build
 #if SG2_WITH_ONEDNN
   if (!tuning.reference) return make_onednn_cpu_backend(model, precision, tuning);
 #endif

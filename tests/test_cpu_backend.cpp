@@ -54,7 +54,8 @@ double peak(const Tensor& t) {
 
 /// oneDNN output vs the reference: max |diff| <= 2e-5 * max(1, max |ref|) (float32 sums in
 /// another order; measured up to ~5e-6 on these models).
-::testing::AssertionResult close_to_reference(const Tensor& a, const Tensor& ref, const std::string& label) {
+[[maybe_unused]] ::testing::AssertionResult close_to_reference(const Tensor& a, const Tensor& ref,
+                                                               const std::string& label) {
   return test::tensors_near(a, ref, 2e-5 * std::max(1.0, peak(ref)), label);
 }
 
@@ -63,7 +64,7 @@ std::string backend_name(const Model& m, const GeneratorOptions& o) {
   return GeneratorAccess::backend(g).name();
 }
 
-bool same_bytes(const Tensor& a, const Tensor& b) {
+[[maybe_unused]] bool same_bytes(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), sizeof(float) * size_t(a.numel())) == 0;
 }
 
@@ -72,7 +73,7 @@ struct ModelCase {
   ModelConfig cfg;
 };
 
-std::vector<ModelCase> model_cases() {
+[[maybe_unused]] std::vector<ModelCase> model_cases() {
   std::vector<ModelCase> v;
   v.push_back({"skip_rgb_clamp", make_config(32, 256, 64, 16, 16, 0, 3, 2, Architecture::skip, 256.0f, 2)});
   v.push_back({"orig_gray", make_config(16, 128, 32, 8, 8, 0, 1, 2, Architecture::orig, std::nullopt, 0)});

@@ -42,6 +42,13 @@ el
 S=$R/build/sg2
 export LD_LIBRARY_PATH=$R/build
 
+# --- the layout move's identity check (issue 21): the tree before it (907293d, .gpucarry/base.tar.xz), built beside ---
+( mkdir -p /tmp/base && tar xJf .gpucarry/base.tar.xz -C /tmp/base && ln -sfn "$R/models" /tmp/base/models &&
+  cmake -S /tmp/base -B /tmp/base/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSG2_CUDA=ON -DSG2_CUDA_ARCHITECTURES=90 \
+    -DSG2_ONEDNN=OFF -DSG2_BUILD_TESTS=OFF -DSG2_DEPS_DIR="$R/.deps" && cmake --build /tmp/base/build -j6 ) \
+  >"$OUT/base_build.log" 2>&1 &
+pb=$!
+
 # --- every GPU test -------------------------------------------------------------------------------------------------
 if need 150 "GPU tests"; then
   timeout 170 build/tests/sg2_gpu_tests --gtest_color=no >"$OUT/gpu_tests.log" 2>&1
@@ -77,6 +84,22 @@ if need 60 "end to end"; then
   done
   rm -rf /tmp/g
   timeout 40 $S bench --end-to-end --network $D/r1024.pkl --seeds 0-4095 --batch 32 --format u8npy 2>&1 | tail -3
+  el
+fi
+
+# --- identity: the same PNG bytes before and after the layout move, fp32 on the GPU and the CPU ---------------------
+wait $pb; echo "base build rc=$?"
+if need 60 "identity check" && [[ -x /tmp/base/build/sg2 ]]; then
+  echo "== identity: 907293d vs this tree"
+  for net in "" "--network $D/r256.pkl"; do
+    for dev in "--device cuda --precision fp32" "--device cuda --precision fp32 --batch-invariance off" "--device cpu"; do
+      rm -rf /tmp/ia /tmp/ib
+      LD_LIBRARY_PATH=/tmp/base/build timeout 30 /tmp/base/build/sg2 generate $net --seeds 0-23 --batch 8 $dev --outdir /tmp/ia -q 2>&1 | tail -1
+      timeout 30 $S generate $net --seeds 0-23 --batch 8 $dev --outdir /tmp/ib -q 2>&1 | tail -1
+      n=$(ls /tmp/ib | wc -l)
+      if diff -r /tmp/ia /tmp/ib >/dev/null; then echo "IDENTICAL ($n files): ${net:-digits32} $dev"; else echo "DIFFER: ${net:-digits32} $dev"; fi
+    done
+  done
   el
 fi
 
