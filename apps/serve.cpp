@@ -49,6 +49,7 @@ struct ServeConfig {
   serve::BatcherOptions batch;
   int max_batch_option = 0;  ///< --max-batch, 0 when not given (the backend's default then)
   int jobs = 1;              ///< encoder threads
+  int jpeg_threads = 1;      ///< threads sharing one JPEG (its strips); 1 = each JPEG on one thread
   bool quiet = false;
 };
 
@@ -73,6 +74,10 @@ std::optional<ServeConfig> serve_config(int argc, char** argv) {
       .option("idle-timeout-s", "a connection without a whole request for this long is closed", "S", "15")
       .option("max-connections", "open connections at most (more are closed at once)", "N", "1024")
       .option("jobs", "threads encoding PNG and JPEG (default: the cores available)", "N")
+      .option("jpeg-threads",
+              "threads sharing one JPEG image, in strips joined by restart markers (default: the cores available, "
+              "at most 16; 1: each image on one thread)",
+              "N")
       .option("io-threads", "threads reading and writing connections (default: a quarter of the cores, 2 to 8)", "N");
   add_model_options(opts, /*with_batch=*/false, /*device_lists=*/true);
   opts.flag("q,quiet", "no access log lines (the listening line and errors stay)");
@@ -102,6 +107,9 @@ std::optional<ServeConfig> serve_config(int argc, char** argv) {
                           ? static_cast<int>(parse_int("io-threads", get(args, "io-threads"), 1, 256))
                           : std::min(8, std::max(2, available_cores() / 4));
   c.jobs = has(args, "jobs") ? static_cast<int>(parse_int("jobs", get(args, "jobs"), 1, 1024)) : available_cores();
+  c.jpeg_threads = has(args, "jpeg-threads")
+                       ? static_cast<int>(parse_int("jpeg-threads", get(args, "jpeg-threads"), 1, 256))
+                       : std::min(16, available_cores());
   c.quiet = has(args, "quiet");
   c.http.access_log = !c.quiet;
   c.gen_options = generator_options(args, /*device_lists=*/true);
@@ -138,11 +146,14 @@ std::string model_json(const ModelConfig& cfg, const ServeConfig& c, int max_bat
 /// encoders.
 class Routes {
  public:
-  Routes(const ModelConfig& cfg, serve::Batcher& batcher, boost::asio::thread_pool& encoders, serve::Metrics& metrics,
-         std::string model_json, const std::atomic<bool>& stopping)
+  Routes(const ModelConfig& cfg, serve::Batcher& batcher, boost::asio::thread_pool& encoders,
+         boost::asio::thread_pool& strip_encoders, int jpeg_threads, serve::Metrics& metrics, std::string model_json,
+         const std::atomic<bool>& stopping)
       : cfg_(cfg),
         batcher_(batcher),
         encoders_(encoders),
+        strip_encoders_(strip_encoders),
+        jpeg_threads_(jpeg_threads),
         metrics_(metrics),
         model_json_(std::move(model_json)),
         stopping_(stopping) {}
@@ -212,40 +223,51 @@ class Routes {
     const int num_ws = cfg_.num_ws, w_dim = cfg_.w_dim;
     job.request = std::move(ir);
     job.done = [this, reply, format, level, quality, ws_only, num_ws, w_dim](serve::JobResult&& res) {
+      serve::Metrics* metrics = &metrics_;
+      boost::asio::thread_pool* strips = &strip_encoders_;
+      const int jpeg_threads = jpeg_threads_;
       auto shared = std::make_shared<serve::JobResult>(std::move(res));
-      boost::asio::post(encoders_, [reply, shared, format, level, quality, ws_only, num_ws, w_dim] {
-        serve::JobResult& r = *shared;
-        if (r.status != 200) {
-          HttpResponse e = json_error(r.status, r.error);
-          e.image_request = true;
-          return reply(std::move(e));
-        }
-        HttpResponse out;
-        out.image_request = true;
-        try {
-          if (ws_only) {
-            const std::vector<uint8_t> npy = npy_bytes(Tensor({1, num_ws, w_dim}, std::move(r.ws)));
-            out.body.assign(npy.begin(), npy.end());
-            out.content_type = "application/octet-stream";
-          } else if (format == serve::Format::png) {
-            out.body = serve::encode_png_bytes(r.pixels, r.width, r.height, r.channels, level);
-            out.content_type = "image/png";
-          } else {
-            out.body = serve::encode_jpeg_bytes(r.pixels, r.width, r.height, r.channels, quality);
-            out.content_type = "image/jpeg";
-          }
-        } catch (const Error& e) {
-          r.hold.reset();
-          HttpResponse err = json_error(500, std::string("encoding failed: ") + e.what());
-          err.image_request = true;
-          return reply(std::move(err));
-        }
-        r.hold.reset();  // the device's slot is free again before the bytes go out
-        out.headers.emplace_back("X-Sg2-Batch", std::to_string(r.batch));
-        out.headers.emplace_back("X-Sg2-Device", r.device);
-        out.log_note = "batch " + std::to_string(r.batch) + " " + r.device;
-        reply(std::move(out));
-      });
+      boost::asio::post(
+          encoders_, [reply, shared, format, level, quality, ws_only, num_ws, w_dim, metrics, strips, jpeg_threads] {
+            serve::JobResult& r = *shared;
+            if (r.status != 200) {
+              HttpResponse e = json_error(r.status, r.error);
+              e.image_request = true;
+              return reply(std::move(e));
+            }
+            HttpResponse out;
+            out.image_request = true;
+            const auto encode_start = std::chrono::steady_clock::now();
+            try {
+              if (ws_only) {
+                const std::vector<uint8_t> npy = npy_bytes(Tensor({1, num_ws, w_dim}, std::move(r.ws)));
+                out.body.assign(npy.begin(), npy.end());
+                out.content_type = "application/octet-stream";
+              } else if (format == serve::Format::png) {
+                out.body = serve::encode_png_bytes(r.pixels, r.width, r.height, r.channels, level);
+                out.content_type = "image/png";
+              } else {
+                out.body = serve::encode_jpeg_bytes(
+                    r.pixels, r.width, r.height, r.channels, quality, serve::jpeg_strips(r.height, jpeg_threads),
+                    [strips](std::function<void()> task) { boost::asio::post(*strips, std::move(task)); });
+                out.content_type = "image/jpeg";
+              }
+            } catch (const Error& e) {
+              r.hold.reset();
+              HttpResponse err = json_error(500, std::string("encoding failed: ") + e.what());
+              err.image_request = true;
+              return reply(std::move(err));
+            }
+            r.hold.reset();  // the device's slot is free again before the bytes go out
+            const double encode_ms =
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - encode_start).count();
+            out.headers.emplace_back("Server-Timing", serve::server_timing(r.queue_ms, r.compute_ms, encode_ms));
+            metrics->stages(r.queue_ms / 1e3, r.compute_ms / 1e3, encode_ms / 1e3);
+            out.headers.emplace_back("X-Sg2-Batch", std::to_string(r.batch));
+            out.headers.emplace_back("X-Sg2-Device", r.device);
+            out.log_note = "batch " + std::to_string(r.batch) + " " + r.device;
+            reply(std::move(out));
+          });
     };
     if (!batcher_.submit(std::move(job))) {
       HttpResponse r = stopping_ ? json_error(503, "the server is stopping")
@@ -258,6 +280,8 @@ class Routes {
   const ModelConfig& cfg_;
   serve::Batcher& batcher_;
   boost::asio::thread_pool& encoders_;
+  boost::asio::thread_pool& strip_encoders_;  // a JPEG's strips 1.. (tasks that never wait)
+  int jpeg_threads_;
   serve::Metrics& metrics_;
   std::string model_json_;
   const std::atomic<bool>& stopping_;
@@ -305,9 +329,12 @@ int run_serve(int argc, char** argv) {
   serve::Metrics metrics;
   serve::Batcher batcher(gen_ptrs, c.batch, &metrics);
   batcher.start();  // pipes, and every batch size once (a GPU's graphs), before the first request
+  // The strips' pool outlives the encoders' (declared first): an encoder waits for its strips.
+  boost::asio::thread_pool strip_encoders(static_cast<size_t>(std::max(1, c.jpeg_threads - 1)));
   boost::asio::thread_pool encoders(static_cast<size_t>(c.jobs));
   std::atomic<bool> stopping{false};
-  Routes routes(cfg, batcher, encoders, metrics, model_json(cfg, c, max_batch), stopping);
+  Routes routes(cfg, batcher, encoders, strip_encoders, c.jpeg_threads, metrics, model_json(cfg, c, max_batch),
+                stopping);
   serve::HttpServer server(
       c.http, [&routes](HttpRequest&& r, serve::Reply reply) { routes.handle(std::move(r), std::move(reply)); },
       &metrics);
@@ -363,6 +390,7 @@ int run_serve(int argc, char** argv) {
   signals.join();
   batcher.stop();
   encoders.join();
+  strip_encoders.join();
   if (!c.quiet) std::fprintf(stderr, "sg2 serve: stopped\n");
   return 0;
 }

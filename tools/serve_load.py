@@ -11,8 +11,10 @@ latency counted from each request's scheduled time, so a slow server cannot hide
 Request i of connection k asks GET /v1/generate?seed=S&QUERY with S = --first-seed + (k + i * C) mod
 --seeds (every seed once before any repeats, whatever the interleaving). Prints one summary line and,
 with --json, writes the figures: requests answered in the measured window, statuses, images/s, latency
-p50/p90/p99/max (ms), the mean X-Sg2-Batch header (the batch each image ran in), mean bytes, and with
---server-pid the server's CPU use over the window (cores, from /proc/PID/stat).
+p50/p90/p99/max (ms), the mean X-Sg2-Batch header (the batch each image ran in), mean bytes, the median
+of each stage of the Server-Timing header (sg2 serve: queue, generate, encode; the rest of a round trip is
+HTTP, the transfer and this client), and with --server-pid the server's CPU use over the window (cores,
+from /proc/PID/stat).
 """
 import argparse
 import asyncio
@@ -78,7 +80,7 @@ async def one_connection(host, port, targets, t_start, t_end, interval, offset, 
             head = await asyncio.wait_for(reader.readuntil(b'\r\n\r\n'), timeout)
             lines = head.decode('latin-1').split('\r\n')
             status = int(lines[0].split()[1])
-            length, batch, close = 0, 0, False
+            length, batch, close, stages = 0, 0, False, None
             for line in lines[1:]:
                 k, _, v = line.partition(':')
                 k = k.strip().lower()
@@ -86,22 +88,39 @@ async def one_connection(host, port, targets, t_start, t_end, interval, offset, 
                     length = int(v)
                 elif k == 'x-sg2-batch':
                     batch = int(v)
+                elif k == 'server-timing':
+                    stages = parse_server_timing(v)
                 elif k == 'connection' and v.strip().lower() == 'close':
                     close = True
             await asyncio.wait_for(reader.readexactly(length), timeout)
             done = time.monotonic()
-            out.append((done, done - scheduled, status, batch, length))
+            out.append((done, done - scheduled, status, batch, length, stages))
             if close:
                 writer.close()
                 writer = None
         except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError, IndexError):
             done = time.monotonic()
-            out.append((done, done - scheduled, 0, 0, 0))
+            out.append((done, done - scheduled, 0, 0, 0, None))
             if writer is not None:
                 writer.close()
             writer = None
     if writer is not None:
         writer.close()
+
+
+def parse_server_timing(value):
+    """{name: ms} of a Server-Timing header ('queue;dur=0.010, generate;dur=1.4, ...'); None if malformed."""
+    stages = {}
+    try:
+        for part in value.split(','):
+            name, _, params = part.strip().partition(';')
+            for param in params.split(';'):
+                k, _, v = param.partition('=')
+                if k.strip() == 'dur':
+                    stages[name.strip()] = float(v)
+    except ValueError:
+        return None
+    return stages or None
 
 
 def worker(args, conn_ids, t_start, t_end, queue):
@@ -171,6 +190,10 @@ def run(args):
         'mean_batch': sum(r[3] for r in ok) / len(ok) if ok else 0.0,
         'mean_bytes': sum(r[4] for r in ok) / len(ok) if ok else 0.0,
     }
+    timed = [r[5] for r in ok if r[5]]
+    if timed:
+        for name in timed[0]:
+            fig[f'server_{name}_p50_ms'] = percentile(sorted(t.get(name, float('nan')) for t in timed), 0.50)
     if cpu0 is not None:
         fig['server_cpu_cores'] = (cpu1 - cpu0) / args.duration
     return fig
@@ -183,6 +206,9 @@ def summary(fig):
          f"{fig['img_per_s']:.1f} img/s, p50 {fig['p50_ms']:.2f} ms, p90 {fig['p90_ms']:.2f} ms, "
          f"p99 {fig['p99_ms']:.2f} ms, max {fig['max_ms']:.2f} ms, mean batch {fig['mean_batch']:.2f}, "
          f"{fig['mean_bytes'] / 1024:.1f} KiB/image")
+    stages = [(k[7:-7], v) for k, v in fig.items() if k.startswith('server_') and k.endswith('_p50_ms')]
+    if stages:
+        s += ', server p50 ' + ' '.join(f'{name} {v:.2f}' for name, v in stages) + ' ms'
     if 'server_cpu_cores' in fig:
         s += f", server CPU {fig['server_cpu_cores']:.2f} cores"
     return s

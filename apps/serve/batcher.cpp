@@ -336,6 +336,7 @@ void Batcher::work(Worker& w) {
                  "the batch of " + std::to_string(f.jobs.size()) + " on " + w.device + " failed: " + e.what());
       return;
     }
+    const Clock::time_point delivered = Clock::now();
     auto hold = std::make_shared<SlotRelease>(w.pipe.get(), f.id, &w.hold_mu, &w.hold_cv, &w.holds);
     if (metrics_) metrics_->batch(b.count);
     for (int i = 0; i < b.count && i < static_cast<int>(f.jobs.size()); ++i) {
@@ -347,6 +348,9 @@ void Batcher::work(Worker& w) {
       r.channels = b.channels;
       r.batch = b.count;
       r.device = w.device;
+      const Job& j = f.jobs[size_t(i)];
+      r.queue_ms = std::chrono::duration<double, std::milli>(j.started - j.arrival).count();
+      r.compute_ms = std::chrono::duration<double, std::milli>(delivered - j.started).count();
       answer(f.jobs[size_t(i)], std::move(r));
     }
     hold.reset();
@@ -365,6 +369,8 @@ void Batcher::work(Worker& w) {
   // with invalid_argument is rerun one request at a time, so that only the request at fault fails.
   std::function<void(std::vector<Job>&, bool)> run = [&](std::vector<Job>& jobs, bool alone) {
     try {
+      const Clock::time_point started = Clock::now();
+      for (Job& j : jobs) j.started = started;
       if (opt_.fault_every > 0 && (batch_counter_.fetch_add(1) + 1) % uint64_t(opt_.fault_every) == 0)
         fail(ErrorKind::device, "injected device fault (SG2_SERVE_FAULT_EVERY=", opt_.fault_every, ")");
       Prepared p = prepare(*w.gen, jobs, w.device);

@@ -51,6 +51,8 @@ struct JobResult {
   std::vector<float> ws;  ///< ws_only requests: [num_ws * w_dim] float32, after truncation
   int batch = 0;          ///< images in the batch it ran in
   std::string device;     ///< where it ran ("cuda:0", "cpu")
+  double queue_ms = 0;    ///< from its arrival to its batch starting (milliseconds)
+  double compute_ms = 0;  ///< its batch: mapping, synthesis and the copy to the host (milliseconds)
 };
 
 /// One queued request. done() is called exactly once, from a worker thread (or from stop()).
@@ -58,6 +60,7 @@ struct Job {
   ImageRequest request;
   std::function<void(JobResult&&)> done;
   Clock::time_point arrival = Clock::now();
+  Clock::time_point started{};  ///< when its batch started (set by the worker)
   /// Set by the caller when it gave up on the request (it answered already): the job is dropped
   /// before it runs.
   std::shared_ptr<std::atomic<bool>> cancelled;

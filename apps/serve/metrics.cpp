@@ -15,6 +15,13 @@ std::string number(double v) {
 using Clock = std::chrono::steady_clock;
 }  // namespace
 
+std::string server_timing(double queue_ms, double generate_ms, double encode_ms) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "queue;dur=%.3f, generate;dur=%.3f, encode;dur=%.3f", queue_ms, generate_ms,
+                encode_ms);
+  return buf;
+}
+
 Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
 
 void Histogram::observe(double v) {
@@ -67,6 +74,14 @@ void Metrics::batch_failed() {
   ++batch_failures_;
 }
 
+void Metrics::stages(double queue_s, double generate_s, double encode_s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stage_sum_[0] += queue_s;
+  stage_sum_[1] += generate_s;
+  stage_sum_[2] += encode_s;
+  ++stage_count_;
+}
+
 void Metrics::set_device(const DeviceGauge& g) {
   std::lock_guard<std::mutex> lock(mu_);
   devices_[g.device] = g;
@@ -105,6 +120,12 @@ std::string Metrics::text() {
   os << "# HELP sg2_images_per_second Images made per second over the last 10 s.\n# TYPE sg2_images_per_second "
         "gauge\nsg2_images_per_second "
      << number(images_per_second()) << "\n";
+  os << "# HELP sg2_stage_seconds Time of image responses by stage: waiting for a batch (queue), the batch on the "
+        "device (generate), encoding (encode).\n# TYPE sg2_stage_seconds summary\n";
+  const char* names[3] = {"queue", "generate", "encode"};
+  for (int i = 0; i < 3; ++i)
+    os << "sg2_stage_seconds_sum{stage=\"" << names[i] << "\"} " << number(stage_sum_[i]) << "\n"
+       << "sg2_stage_seconds_count{stage=\"" << names[i] << "\"} " << stage_count_ << "\n";
   if (!devices_.empty()) {
     os << "# HELP sg2_gpu_memory_bytes GPU memory: held by sg2, free and total on the device.\n"
           "# TYPE sg2_gpu_memory_bytes gauge\n";

@@ -14,6 +14,7 @@ tools/serve_load.py. Every server is stopped however a test ends.
 import json
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -143,6 +144,12 @@ class Main(unittest.TestCase):
         h, a = self.ok('GET', '/v1/generate?seed=20&class=1&format=jpeg')
         self.assertEqual(h['content-type'], 'image/jpeg')
         self.assertTrue(a.startswith(b'\xff\xd8') and a.endswith(b'\xff\xd9'))
+        # where the time went: W3C Server-Timing, milliseconds per stage
+        m = re.fullmatch(r'queue;dur=(\d+\.\d{3}), generate;dur=(\d+\.\d{3}), encode;dur=(\d+\.\d{3})',
+                         h.get('server-timing', ''))
+        self.assertIsNotNone(m, h.get('server-timing'))
+        self.assertGreater(float(m.group(2)), 0)
+        self.assertGreater(float(m.group(3)), 0)
         _, b = self.ok('GET', '/v1/generate?seed=20&class=1&format=jpeg')
         self.assertEqual(a, b)
         _, c = self.ok('GET', '/v1/generate?seed=21&class=1&format=jpeg&quality=50')
@@ -323,7 +330,8 @@ class Main(unittest.TestCase):
         for name in ('sg2_http_requests_total{code="200"}', 'sg2_http_requests_total{code="400"}',
                      'sg2_request_duration_seconds_bucket{le="0.005"}', 'sg2_request_duration_seconds_count',
                      'sg2_batch_size_bucket{le="1"}', 'sg2_batch_size_count', 'sg2_queue_depth ', 'sg2_images_total ',
-                     'sg2_images_per_second ', 'sg2_batch_failures_total ', '# TYPE sg2_batch_size histogram'):
+                     'sg2_images_per_second ', 'sg2_batch_failures_total ', '# TYPE sg2_batch_size histogram',
+                     'sg2_stage_seconds_sum{stage="encode"}', 'sg2_stage_seconds_count{stage="generate"} '):
             self.assertIn(name, text)
         for line in text.splitlines():  # the exposition format: comments, or NAME{LABELS} VALUE
             if line and not line.startswith('#'):

@@ -18,6 +18,7 @@ D=/tmp/serve_data
 mkdir -p "$OUT" "$D"
 t0=$(date +%s)
 TOTAL=${TOTAL:-345}
+DUR=${DUR:-30}  # seconds of each measured window under load (the issue's 30 s)
 el() { echo "   [t $(($(date +%s) - t0)) s]"; }
 left() { echo $((TOTAL - ($(date +%s) - t0))); }
 need() { # need SECONDS WHAT: true when that much time is left, else says it skips WHAT
@@ -86,7 +87,7 @@ measure() { # measure LABEL ARGS...: one serve_load run, its summary line and a 
   local j=$OUT/load_$(echo "$label" | tr -c 'A-Za-z0-9' '_').json
   timeout 120 $LOAD "$SRV_URL" --server-pid "$SRV_PID" --label "$label" --json "$j" "$@"
   if [[ -f "$j" ]]; then
-    row "$label" "$(python3 -c "import json,sys; f=json.load(open(sys.argv[1])); print(f\"{f['img_per_s']:8.1f} img/s  p50 {f['p50_ms']:8.2f} ms  p99 {f['p99_ms']:8.2f} ms  batch {f['mean_batch']:5.2f}  CPU {f.get('server_cpu_cores', 0):5.2f} cores  ok {f['ok']}/{f['requests']}\")" "$j")"
+    row "$label" "$(python3 -c "import json,sys; f=json.load(open(sys.argv[1])); st=' '.join(f\"{k[7:-7]} {v:.2f}\" for k, v in f.items() if k.startswith('server_') and k.endswith('_p50_ms')); print(f\"{f['img_per_s']:8.1f} img/s  p50 {f['p50_ms']:8.2f} ms  p99 {f['p99_ms']:8.2f} ms  batch {f['mean_batch']:5.2f}  CPU {f.get('server_cpu_cores', 0):5.2f} cores  ok {f['ok']}/{f['requests']}\" + (f'  server p50 {st} ms' if st else ''))" "$j")"
   fi
 }
 
@@ -117,13 +118,25 @@ print(f'IDENTITY 1024 PNG: sequential {seq}/{len(cases)}, concurrent {conc}/{len
 PY
     el
     measure "sg2 1024 jpeg, 1 client" --query format=jpeg --connections 1 --duration 10
-    measure "sg2 1024 jpeg, 64 conns closed" --query format=jpeg --connections 64 --duration 15
+    # curl as the one client (keep-alive, 200 requests): its own time per transfer
+    urls=()
+    for s in $(seq 5000 5199); do urls+=(-o /dev/null "$SRV_URL/v1/generate?seed=$s&format=jpeg"); done
+    timeout 60 curl -s -w '%{time_total}\n' "${urls[@]}" >$OUT/curl1024.txt
+    row "curl 1024 jpeg, 1 client, 200 requests" "$(sort -n $OUT/curl1024.txt | awk '{a[NR]=$1} END {printf "p50 %.2f ms  p90 %.2f ms  min %.2f ms", a[int(NR*0.5)]*1000, a[int(NR*0.9)]*1000, a[1]*1000}')"
+    measure "sg2 1024 jpeg, 64 conns closed" --query format=jpeg --connections 64 --duration $DUR
     need 40 "sg2 1024 open loop" && measure "sg2 1024 jpeg, 600 req/s open, 64 conns" --query format=jpeg \
-      --connections 64 --rate 600 --duration 10
+      --connections 64 --rate 600 --duration $DUR
     need 30 "sg2 1024 png fast" && measure "sg2 1024 png fast, 64 conns closed" --query png-level=fast \
       --connections 64 --duration 6
     timeout 10 curl -s "$SRV_URL/metrics" >$OUT/metrics1024.txt
     grep -E '^sg2_(batch_size_(sum|count)|images_total|gpu_memory_bytes|batch_failures_total)' $OUT/metrics1024.txt
+    stop_server
+  fi
+  el
+fi
+if need 60 "sg2 1024 one client, --jpeg-threads 1"; then
+  if start_server $OUT/serve1024_jt1.log $SG2 serve --network $D/r1024.pkl --port 0 -q --jpeg-threads 1; then
+    measure "sg2 1024 jpeg, 1 client, --jpeg-threads 1" --query format=jpeg --connections 1 --duration 10
     stop_server
   fi
   el
@@ -135,7 +148,7 @@ if need 75 "official server 1024"; then
   if start_server $OUT/official1024.log python3 "$S/tools/serve_official.py" --sg3 "$R/.gpucarry/sg3" \
     --network $D/r1024.pkl --format jpeg --serve-port 0; then
     el
-    measure "official 1024 jpeg, 64 conns closed" --connections 64 --duration 12 --warmup 2
+    measure "official 1024 jpeg, 64 conns closed" --connections 64 --duration $DUR --warmup 2
     need 25 "official 1024 one client" && measure "official 1024 jpeg, 1 client" --connections 1 --duration 5
     stop_server
   fi
@@ -146,7 +159,7 @@ fi
 if need 50 "sg2 serve 256"; then
   echo "== sg2 serve, official random paper256 pickle (res 256, cbase 16384)"
   if start_server $OUT/serve256.log $SG2 serve --network $D/r256.pkl --port 0 -q; then
-    measure "sg2 256 jpeg, 64 conns closed" --query format=jpeg --connections 64 --duration 10
+    measure "sg2 256 jpeg, 64 conns closed" --query format=jpeg --connections 64 --duration $DUR
     need 20 "sg2 256 one client" && measure "sg2 256 jpeg, 1 client" --query format=jpeg --connections 1 --duration 5
     stop_server
   fi
@@ -155,7 +168,7 @@ fi
 if need 45 "official server 256"; then
   if start_server $OUT/official256.log python3 "$S/tools/serve_official.py" --sg3 "$R/.gpucarry/sg3" \
     --network $D/r256.pkl --format jpeg --serve-port 0; then
-    measure "official 256 jpeg, 64 conns closed" --connections 64 --duration 10 --warmup 2
+    measure "official 256 jpeg, 64 conns closed" --connections 64 --duration $DUR --warmup 2
     stop_server
   fi
   el
