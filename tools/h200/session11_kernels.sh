@@ -2,7 +2,8 @@
 # Recorded device run (session 11, issue 22): build the GPU tests and the CLI for sm_90, Nsight Compute on the
 # fp16 batch-32 top blocks' FIR epilogue and fused conv1 (what limits them), then compute-sanitizer racecheck on
 # each tensor-core convolution test to its end, the tests run side by side (one process each).
-#   bash tools/h200/session11_kernels.sh      ($OUT collects the logs; TOTAL seconds in all, default 330)
+#   bash tools/h200/session11_kernels.sh      ($OUT collects the logs; TOTAL seconds in all, default 330), carrying
+# .deps/{libarchive,libdeflate,turbojpeg} (scripts/deps_for_gpu.sh)
 set -u
 OUT=${OUT:-/tmp/k_out}
 mkdir -p "$OUT"
@@ -10,7 +11,7 @@ t0=$(date +%s)
 TOTAL=${TOTAL:-330}
 left() { echo $((TOTAL - ($(date +%s) - t0))); }
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSG2_CUDA=ON -DSG2_CUDA_ARCHITECTURES=90 -DSG2_ONEDNN=OFF \
-  -DSG2_SERVE=OFF >"$OUT/build.log" 2>&1 && cmake --build build -j16 --target sg2_cli sg2_gpu_tests >>"$OUT/build.log" 2>&1 ||
+  -DSG2_SERVE=OFF -DSG2_DEPS_DIR="$PWD/.deps" >"$OUT/build.log" 2>&1 && cmake --build build -j16 --target sg2_cli sg2_gpu_tests >>"$OUT/build.log" 2>&1 ||
   { grep -E "error" "$OUT/build.log" | head; echo BUILD FAILED; exit 1; }
 echo "built in $(($(date +%s) - t0)) s"
 export LD_LIBRARY_PATH=$PWD/build
