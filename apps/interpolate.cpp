@@ -23,6 +23,7 @@
 #include "sg2/image.h"
 #include "sg2/interrupt.h"
 #include "sg2/text.h"
+#include "ws_input.h"
 
 namespace sg2::cli {
 namespace {
@@ -71,6 +72,10 @@ int run_interpolate(int argc, char** argv) {
               "an edit sweep: one seed's w moved by the one --edit direction with strengths from A to B "
               "(numpy.linspace(A, B, --frames), both ends included)",
               "A:B")
+      .option("ws",
+              "with --strengths: sweep this W [1, w_dim] or W+ [1, num_ws, w_dim] latent (a file as generate --ws "
+              "reads) instead of a seed's",
+              "FILE")
       .flag("loop", "add a segment from the last seed back to the first (a seamless loop)")
       .option("space", "w: lerp the ws (default); z: slerp the latents z", "w|z", "w")
       .option("trunc", "truncation psi toward w_avg (1 = none)", "PSI", "1")
@@ -92,10 +97,17 @@ int run_interpolate(int argc, char** argv) {
   if (print_help_if_asked(opts, args)) return 0;
 
   const bool sweep = has(args, "strengths");
-  if (!has(args, "seeds"))
+  const bool from_ws = has(args, "ws");
+  if (from_ws && !sweep) fail(ErrorKind::invalid_argument, "--ws is only used with --strengths (an edit sweep)");
+  if (from_ws && has(args, "seeds")) fail(ErrorKind::invalid_argument, "give either --seeds or --ws, not both");
+  if (from_ws)
+    for (const char* o : {"trunc", "trunc-cutoff", "class"})
+      if (has(args, o))
+        fail(ErrorKind::invalid_argument, "--", o, " does not apply to --ws input (ws go straight into synthesis)");
+  if (!has(args, "seeds") && !from_ws)
     fail(ErrorKind::invalid_argument, sweep ? "--seeds SEED is required (the one seed the edit sweep moves)"
                                             : "--seeds LIST is required (at least two seeds, e.g. 0,5)");
-  const std::vector<uint32_t> seeds = parse_seeds(get(args, "seeds"));
+  const std::vector<uint32_t> seeds = from_ws ? std::vector<uint32_t>{0} : parse_seeds(get(args, "seeds"));
   if (!sweep && seeds.size() < 2)
     fail(ErrorKind::invalid_argument, "--seeds: give at least two seeds to interpolate between");
   const int frames = static_cast<int>(parse_int("frames", get(args, "frames"), 1, 100000));
@@ -151,6 +163,8 @@ int run_interpolate(int argc, char** argv) {
   if (total > 1000000) fail(ErrorKind::invalid_argument, "too many frames (", total, ")");
   const GeneratorOptions gen_options = generator_options(args);
   EditArgs edits = read_edit_args(args);  // the direction files, before the model loads
+  WsArray ws_file;
+  if (from_ws) ws_file = read_ws_array(get(args, "ws"));
   if (sweep && edits.strength_given[0])
     fail(ErrorKind::invalid_argument,
          "--strengths sets the strength of every frame: give --edit FILE without :STRENGTH");
@@ -158,7 +172,7 @@ int run_interpolate(int argc, char** argv) {
 
   Generator gen = open_generator(load_network(args, "interpolate"), gen_options);
   const ModelConfig& cfg = gen.config();
-  class_labels(args, cfg, 1);  // validates --class before any work
+  if (!from_ws) class_labels(args, cfg, 1);  // validates --class before any work
   check_8bit_channels(cfg, fmt, /*grid=*/false);
   fit_edits(edits, cfg);
   edit_notes("interpolate", edits, quiet);
@@ -169,10 +183,19 @@ int run_interpolate(int argc, char** argv) {
     sweep_s.push_back(static_cast<float>(f + 1 == frames && frames > 1 ? sweep_b : sweep_a + f * step));
   }
   const int chunk = chunk_size(gen, args, total);  // checks --batch against the memory it needs
-  model_notices("interpolate", cfg, &trunc, noise_mode, quiet);
+  model_notices("interpolate", cfg, from_ws ? nullptr : &trunc, noise_mode, quiet);
   const Tensor z = z_from_seeds(seeds, cfg.z_dim);
   Tensor key_ws;
-  if (space == "w" || sweep) key_ws = gen.map(z, class_labels(args, cfg, S), trunc);
+  if (from_ws) {  // one latent: a 2-D [num_ws, w_dim] array can only be one W+ latent here
+    const Tensor& v = ws_file.values;
+    const bool one_wplus = v.ndim() == 2 && v.dim(0) == cfg.num_ws;
+    key_ws = fit_ws(v, get(args, "ws"), cfg, one_wplus ? WsLayout::wplus : WsLayout::unspecified);
+    if (key_ws.dim(0) != 1)
+      fail(ErrorKind::invalid_argument, "--ws ", shown(get(args, "ws")), " holds ", key_ws.dim(0),
+           " latents: an edit sweep moves one (save that one alone)");
+  } else if (space == "w" || sweep) {
+    key_ws = gen.map(z, class_labels(args, cfg, S), trunc);
+  }
   const int64_t row_len = int64_t(cfg.num_ws) * cfg.w_dim;
 
   Progress progress("sg2 interpolate", total, quiet);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 
 #include "sg2/blend.h"
 #include "sg2/edit.h"
@@ -116,6 +117,20 @@ TEST(EditFiles, FormatsAreReadByContent) {
       same_bits(read_edit_direction(edits("styleclip.pt")).values, read_npy_tensor(edits("styleclip.expect.npy"))));
   EXPECT_THROW(read_edit_direction(edits("ganspace.npz")), Error);     // several, none chosen
   EXPECT_THROW(read_edit_direction(edits("ganspace.npz"), 4), Error);  // out of range
+  // a damaged GANSpace file: flipped bytes in lat_comp's deflated data, a cut file: refused, never a crash
+  const std::string bytes = slurp(edits("ganspace.npz"));
+  const std::string dir = temp_dir("edit_files");
+  const size_t data_at = bytes.find("lat_comp.npy") + 12;  // the first local header's name, then its data
+  for (size_t at : {data_at + 40, data_at + 400, data_at + 4000}) {
+    std::string damaged = bytes;
+    for (size_t k = at; k < at + 16; ++k) damaged[k] = static_cast<char>(damaged[k] ^ 0x5a);
+    std::ofstream(dir + "/damaged.npz", std::ios::binary) << damaged;
+    EXPECT_THROW(read_edit_direction(dir + "/damaged.npz", 0), Error) << at;
+  }
+  for (size_t len : {size_t(100), bytes.size() / 2, bytes.size() - 30}) {
+    std::ofstream(dir + "/cut.npz", std::ios::binary) << bytes.substr(0, len);
+    EXPECT_THROW(read_edit_direction(dir + "/cut.npz", 0), Error) << len;
+  }
   for (const char* bad : {"bad_int.npy", "bad_nan.npy", "bad_inf.pt"}) {
     try {
       read_edit_direction(edits(bad));
@@ -262,15 +277,29 @@ TEST(CliEdit, InterpolateSweepsTheStrength) {
     EXPECT_TRUE(same_bits(read_npy_tensor(dir + "/o/frame0000" + std::to_string(f) + ".npy"), gen.synthesize(ws))) << f;
   }
   EXPECT_EQ(count_files(dir + "/o"), 4);
+  // the same sweep of a --ws latent ([num_ws, w_dim]: one W+ latent here) gives the same frames
+  write_npy(dir + "/one.npy", base.reshaped({8, 512}));
+  r = run_cli({"interpolate", "--network", digits32(), "--device", "cpu", "--ws", dir + "/one.npy", "--edit",
+               edits("boundary.npy"), "--strengths", "-3:0.7", "--frames", "4", "--format", "npy", "--no-video",
+               "--outdir", dir + "/w", "-q"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  for (int f = 0; f < 4; ++f) {
+    const std::string name = "/frame0000" + std::to_string(f) + ".npy";
+    EXPECT_TRUE(same_bits(read_npy_tensor(dir + "/w" + name), read_npy_tensor(dir + "/o" + name))) << f;
+  }
+  write_npy(dir + "/two.npy", Tensor({2, 512}));
   for (const auto& bad : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--seeds", "1,2", "--edit", edits("boundary.npy"), "--strengths", "-3:3"}, "sweeps one seed"},
            {{"--seeds", "1", "--strengths", "-3:3"}, "give exactly one --edit FILE"},
            {{"--seeds", "1", "--edit", edits("boundary.npy:2"), "--strengths", "-3:3"}, "without :STRENGTH"},
            {{"--seeds", "1", "--edit", edits("boundary.npy"), "--strengths", "-3:nan"}, "'nan' is not a finite number"},
-           {{"--seeds", "1", "--edit", edits("boundary.npy"), "--strengths", "3"}, "expected A:B"}}) {
-    std::vector<std::string> args = {"interpolate", "--network", digits32(),   "--device", "cpu",
-                                     "--class",     "1",         "--no-video", "--outdir", dir + "/bad"};
+           {{"--seeds", "1", "--edit", edits("boundary.npy"), "--strengths", "3"}, "expected A:B"},
+           {{"--ws", dir + "/two.npy", "--edit", edits("boundary.npy"), "--strengths", "0:1"}, "holds 2 latents"},
+           {{"--ws", dir + "/one.npy", "--edit", edits("boundary.npy")}, "--ws is only used with --strengths"}}) {
+    std::vector<std::string> args = {"interpolate", "--network",  digits32(), "--device",
+                                     "cpu",         "--no-video", "--outdir", dir + "/bad"};
     args.insert(args.end(), bad.first.begin(), bad.first.end());
+    if (bad.first[0] == "--seeds") args.insert(args.end(), {"--class", "1"});
     r = run_cli(args);
     EXPECT_EQ(r.status, 2) << describe(r);
     EXPECT_TRUE(has_text(r.err, bad.second)) << r.err;
