@@ -208,6 +208,9 @@ std::vector<uint8_t> ZipArchive::inflated(const ZipEntry& e, uint64_t max_size) 
   if (e.size > max_size)
     fail(ErrorKind::unsupported, what_, ": unsupported: zip entry '", shown, "' inflates to ", e.size,
          " bytes, more than the ", max_size, " bytes read from such an entry");
+  if (e.size / 1032 > e.compressed_size)  // deflate's largest ratio is about 1032:1
+    fail(ErrorKind::bad_file, what_, ": corrupt zip archive: entry '", shown, "' claims ", e.size, " bytes from ",
+         e.compressed_size, " deflated bytes, more than deflate can produce");
   std::vector<uint8_t> out(static_cast<size_t>(e.size));
   z_stream zs{};
   if (inflateInit2(&zs, -MAX_WBITS) != Z_OK)

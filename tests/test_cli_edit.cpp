@@ -131,6 +131,20 @@ TEST(EditFiles, FormatsAreReadByContent) {
     std::ofstream(dir + "/cut.npz", std::ios::binary) << bytes.substr(0, len);
     EXPECT_THROW(read_edit_direction(dir + "/cut.npz", 0), Error) << len;
   }
+  // a member that claims more bytes than deflate can make of its data (a zip bomb's claim) is refused unread
+  std::string bomb = bytes;
+  for (size_t p = bomb.find("PK\x01\x02"); p != std::string::npos; p = bomb.find("PK\x01\x02", p + 4))
+    if (bomb.compare(p + 46, 12, "lat_comp.npy") == 0) {
+      const char claim[4] = {0, 0, 0, 0x10};  // 256 MiB, little-endian
+      bomb.replace(p + 24, 4, claim, 4);
+    }
+  std::ofstream(dir + "/bomb.npz", std::ios::binary) << bomb;
+  try {
+    read_edit_direction(dir + "/bomb.npz", 0);
+    ADD_FAILURE() << "the bomb was read";
+  } catch (const Error& e) {
+    EXPECT_TRUE(has_text(e.message(), "more than deflate can produce")) << e.message();
+  }
   for (const char* bad : {"bad_int.npy", "bad_nan.npy", "bad_inf.pt"}) {
     try {
       read_edit_direction(edits(bad));
