@@ -7,7 +7,8 @@
 // the const noise maps are redrawn from the seed's RandomState after z. --ws feeds [N, w_dim] or
 // [N, num_ws, w_dim] latents straight into synthesis, like generate.py --projected-w (no
 // truncation), naming the outputs ws0000.png, ... by row (ws_input.h: .npy or .npz, and the rule
-// for [num_ws, w_dim] arrays). A seed listed twice is generated once (one file per seed).
+// for [num_ws, w_dim] arrays). A seed listed twice is generated once (one file per seed). --edit
+// moves every image's ws (after truncation, or the --ws rows) along directions (edit_cli.h).
 //
 // The pipeline (sg2/stream.h): the generators (one per --device entry) compute batch after batch;
 // on a GPU the uint8 conversion runs there and only uint8 crosses to the host. Each finished image
@@ -24,6 +25,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "edit_cli.h"
 #include "image_writer.h"
 #include "sg2/dataset_zip.h"
 #include "sg2/error.h"
@@ -62,7 +64,7 @@ int run_generate(int argc, char** argv) {
               "pt: z from the seed (PyTorch generate.py); tf: z, then every const noise map redrawn "
               "from the same RandomState (TensorFlow run_generator.py; pass its --trunc 0.5 yourself)",
               "pt|tf", "pt")
-      .flag("save-ws", "also write seed%04d_ws.npy: float32 [1, num_ws, w_dim] after truncation")
+      .flag("save-ws", "also write seed%04d_ws.npy: float32 [1, num_ws, w_dim] after truncation (and --edit)")
       .option("outdir",
               "output directory (created if missing), or NAME.zip: a dataset archive in dataset_tool.py's layout "
               "(PNG entries and dataset.json with the labels), streamed; one per shard",
@@ -75,6 +77,7 @@ int run_generate(int argc, char** argv) {
       .option("jobs", "threads encoding and writing files (default: the cores available)", "N")
       .option("grid", "also write grid.png: the images in generation order, row by row", "COLSxROWS");
   add_class_option(opts);
+  add_edit_options(opts);
   add_shard_option(opts);
   add_png_level_option(opts);
   add_model_options(opts, /*with_batch=*/true, /*device_lists=*/true);
@@ -139,6 +142,7 @@ int run_generate(int argc, char** argv) {
   GeneratorOptions gen_options = generator_options(args, /*device_lists=*/true);
   WsArray ws_file;
   if (from_ws) ws_file = read_ws_array(get(args, "ws"));  // file errors before the model load
+  EditArgs edits = read_edit_args(args);                  // (the direction files too)
   // --- sharding: this process's block of the list (--shard, or Slurm / MPI launchers' variables)
   // and, for a launcher's local rank, its GPU. Images keep their names (seeds; ws rows by their
   // row in the file) and noise, so the shards' files together are the one-process run's.
@@ -196,7 +200,10 @@ int run_generate(int argc, char** argv) {
   for (Generator& g : gens) gen_ptrs.push_back(&g);
   const ModelConfig& cfg = gens[0].config();
   check_8bit_channels(cfg, fmt, grid.has_value());  // PNGs hold 1 to 4 channels
+  fit_edits(edits, cfg);
+  edit_notes("generate", edits, quiet);
   ImageJob job;
+  job.edits = edits.edits;
   if (from_ws) {
     if (!ws_file.note.empty() && !quiet)
       say("generate", "note",

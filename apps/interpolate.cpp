@@ -5,19 +5,25 @@
 // instead). --space w (default) lerps the mapped ws (truncation applied first), a + t (b - a) as
 // torch.lerp; --space z slerps the latents z and maps each frame. The noise is the same for every
 // frame (const by default; random uses one fixed map set from --noise-seed), so only the latent
-// moves. Frames are frame00000.png, ...; the video is interpolation.mp4.
+// moves. Frames are frame00000.png, ...; the video is interpolation.mp4. --edit moves every frame's
+// ws along directions (edit_cli.h) after truncation and interpolation. An edit sweep (--edit FILE
+// --strengths A:B, one seed) renders --frames N frames of that seed's ws moved by strengths
+// numpy.linspace(A, B, N) (float64, the last exactly B; each cast to float32): w + s_f * d.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
 #include "cli_util.h"
 #include "commands.h"
+#include "edit_cli.h"
 #include "sg2/error.h"
 #include "sg2/image.h"
 #include "sg2/interrupt.h"
 #include "sg2/text.h"
+#include "ws_input.h"
 
 namespace sg2::cli {
 namespace {
@@ -60,8 +66,16 @@ int run_interpolate(int argc, char** argv) {
       make_options("interpolate",
                    "Renders frames between consecutive seeds (lerp in W or slerp in Z) as frame00000.png, ... (or "
                    ".npy), and interpolation.mp4 from the PNG frames when ffmpeg is on PATH.");
-  opts.option("seeds", "two or more seeds visited in order, e.g. 0,5,9 or 0-3", "LIST")
-      .option("frames", "frames per segment (between two consecutive seeds)", "N", "30")
+  opts.option("seeds", "two or more seeds visited in order, e.g. 0,5,9 or 0-3 (one seed with --strengths)", "LIST")
+      .option("frames", "frames per segment (between two consecutive seeds); with --strengths: all frames", "N", "30")
+      .option("strengths",
+              "an edit sweep: one seed's w moved by the one --edit direction with strengths from A to B "
+              "(numpy.linspace(A, B, --frames), both ends included)",
+              "A:B")
+      .option("ws",
+              "with --strengths: sweep this W [1, w_dim] or W+ [1, num_ws, w_dim] latent (a file as generate --ws "
+              "reads) instead of a seed's",
+              "FILE")
       .flag("loop", "add a segment from the last seed back to the first (a seamless loop)")
       .option("space", "w: lerp the ws (default); z: slerp the latents z", "w|z", "w")
       .option("trunc", "truncation psi toward w_avg (1 = none)", "PSI", "1")
@@ -76,19 +90,57 @@ int run_interpolate(int argc, char** argv) {
               "F", "png")
       .option("outdir", "output directory (created if missing)", "DIR", "out");
   add_class_option(opts);
+  add_edit_options(opts);
   add_model_options(opts);
   add_quiet_option(opts);
   auto args = parse(opts, argc, argv);
   if (print_help_if_asked(opts, args)) return 0;
 
-  if (!has(args, "seeds")) fail(ErrorKind::invalid_argument, "--seeds LIST is required (at least two seeds, e.g. 0,5)");
-  const std::vector<uint32_t> seeds = parse_seeds(get(args, "seeds"));
-  if (seeds.size() < 2) fail(ErrorKind::invalid_argument, "--seeds: give at least two seeds to interpolate between");
+  const bool sweep = has(args, "strengths");
+  const bool from_ws = has(args, "ws");
+  if (from_ws && !sweep) fail(ErrorKind::invalid_argument, "--ws is only used with --strengths (an edit sweep)");
+  if (from_ws && has(args, "seeds")) fail(ErrorKind::invalid_argument, "give either --seeds or --ws, not both");
+  if (from_ws)
+    for (const char* o : {"trunc", "trunc-cutoff", "class"})
+      if (has(args, o))
+        fail(ErrorKind::invalid_argument, "--", o, " does not apply to --ws input (ws go straight into synthesis)");
+  if (!has(args, "seeds") && !from_ws)
+    fail(ErrorKind::invalid_argument, sweep ? "--seeds SEED is required (the one seed the edit sweep moves)"
+                                            : "--seeds LIST is required (at least two seeds, e.g. 0,5)");
+  const std::vector<uint32_t> seeds = from_ws ? std::vector<uint32_t>{0} : parse_seeds(get(args, "seeds"));
+  if (!sweep && seeds.size() < 2)
+    fail(ErrorKind::invalid_argument, "--seeds: give at least two seeds to interpolate between");
   const int frames = static_cast<int>(parse_int("frames", get(args, "frames"), 1, 100000));
   const bool loop = has(args, "loop");
   const std::string space = get(args, "space");
   if (space != "w" && space != "z")
     fail(ErrorKind::invalid_argument, "--space: unknown space '", space, "' (expected w or z)");
+  double sweep_a = 0, sweep_b = 0;
+  if (sweep) {
+    const std::string t = get(args, "strengths");
+    const size_t colon = t.find(':');
+    if (colon == std::string::npos)
+      fail(ErrorKind::invalid_argument, "--strengths ", shown(t), ": expected A:B (e.g. -3:3)");
+    for (int k = 0; k < 2; ++k) {  // float64, as numpy.linspace takes Python floats
+      const std::string part = k == 0 ? t.substr(0, colon) : t.substr(colon + 1);
+      char* end = nullptr;
+      const double v = std::strtod(part.c_str(), &end);
+      if (part.empty() || end != part.c_str() + part.size() || part.find_first_of(" \t") != std::string::npos ||
+          !std::isfinite(v) || !std::isfinite(static_cast<float>(v)))
+        fail(ErrorKind::invalid_argument, "--strengths ", shown(t), ": '", shown(part),
+             "' is not a finite number (A:B, e.g. -3:3)");
+      (k == 0 ? sweep_a : sweep_b) = v;
+    }
+    if (seeds.size() != 1)
+      fail(ErrorKind::invalid_argument, "--strengths sweeps one seed: give --seeds with one seed (got ", seeds.size(),
+           ")");
+    if (args.get_all("edit").size() != 1)
+      fail(ErrorKind::invalid_argument, "--strengths sweeps one direction: give exactly one --edit FILE (got ",
+           args.get_all("edit").size(), ")");
+    if (loop || has(args, "space"))
+      fail(ErrorKind::invalid_argument, "--strengths moves one seed's w: --", loop ? "loop" : "space",
+           " does not apply");
+  }
   Truncation trunc;
   trunc.psi = parse_float("trunc", get(args, "trunc"));
   if (has(args, "trunc-cutoff"))
@@ -106,21 +158,44 @@ int run_interpolate(int argc, char** argv) {
     fail(ErrorKind::invalid_argument, "--format: interpolate writes png, npy or both, not u8npy");
   const bool quiet = has(args, "quiet");
   const int64_t S = static_cast<int64_t>(seeds.size());
-  const int64_t segments = loop ? S : S - 1;
-  const int64_t total = segments * frames + (loop ? 0 : 1);
+  const int64_t segments = sweep ? 0 : loop ? S : S - 1;
+  const int64_t total = sweep ? frames : segments * frames + (loop ? 0 : 1);
   if (total > 1000000) fail(ErrorKind::invalid_argument, "too many frames (", total, ")");
   const GeneratorOptions gen_options = generator_options(args);
+  EditArgs edits = read_edit_args(args);  // the direction files, before the model loads
+  WsArray ws_file;
+  if (from_ws) ws_file = read_ws_array(get(args, "ws"));
+  if (sweep && edits.strength_given[0])
+    fail(ErrorKind::invalid_argument,
+         "--strengths sets the strength of every frame: give --edit FILE without :STRENGTH");
   OutputDir out(get(args, "outdir"));
 
   Generator gen = open_generator(load_network(args, "interpolate"), gen_options);
   const ModelConfig& cfg = gen.config();
-  class_labels(args, cfg, 1);  // validates --class before any work
+  if (!from_ws) class_labels(args, cfg, 1);  // validates --class before any work
   check_8bit_channels(cfg, fmt, /*grid=*/false);
+  fit_edits(edits, cfg);
+  edit_notes("interpolate", edits, quiet);
+  // the sweep's strengths: numpy.linspace(A, B, N) in float64 (start + f * step, the last exactly B)
+  std::vector<float> sweep_s;
+  for (int f = 0; sweep && f < frames; ++f) {
+    const double step = frames > 1 ? (sweep_b - sweep_a) / (frames - 1) : 0.0;
+    sweep_s.push_back(static_cast<float>(f + 1 == frames && frames > 1 ? sweep_b : sweep_a + f * step));
+  }
   const int chunk = chunk_size(gen, args, total);  // checks --batch against the memory it needs
-  model_notices("interpolate", cfg, &trunc, noise_mode, quiet);
+  model_notices("interpolate", cfg, from_ws ? nullptr : &trunc, noise_mode, quiet);
   const Tensor z = z_from_seeds(seeds, cfg.z_dim);
   Tensor key_ws;
-  if (space == "w") key_ws = gen.map(z, class_labels(args, cfg, S), trunc);
+  if (from_ws) {  // one latent: a 2-D [num_ws, w_dim] array can only be one W+ latent here
+    const Tensor& v = ws_file.values;
+    const bool one_wplus = v.ndim() == 2 && v.dim(0) == cfg.num_ws;
+    key_ws = fit_ws(v, get(args, "ws"), cfg, one_wplus ? WsLayout::wplus : WsLayout::unspecified);
+    if (key_ws.dim(0) != 1)
+      fail(ErrorKind::invalid_argument, "--ws ", shown(get(args, "ws")), " holds ", key_ws.dim(0),
+           " latents: an edit sweep moves one (save that one alone)");
+  } else if (space == "w" || sweep) {
+    key_ws = gen.map(z, class_labels(args, cfg, S), trunc);
+  }
   const int64_t row_len = int64_t(cfg.num_ws) * cfg.w_dim;
 
   Progress progress("sg2 interpolate", total, quiet);
@@ -130,7 +205,9 @@ int run_interpolate(int argc, char** argv) {
       const int64_t n = e - b;
       Tensor ws({n, cfg.num_ws, cfg.w_dim});
       Tensor zf({n, cfg.z_dim});
-      for (int64_t f = b; f < e; ++f) {
+      for (int64_t f = b; f < e && sweep; ++f)  // every frame the one seed's ws, moved below
+        std::copy(key_ws.data(), key_ws.data() + row_len, ws.data() + (f - b) * row_len);
+      for (int64_t f = b; f < e && !sweep; ++f) {
         const int64_t seg = std::min<int64_t>(f / frames, S - 1);
         const double t = f / frames >= segments ? 0.0 : double(f % frames) / frames;
         const int64_t ia = seg, ib = (seg + 1) % S;
@@ -144,7 +221,18 @@ int run_interpolate(int argc, char** argv) {
           slerp(z.data() + ia * cfg.z_dim, z.data() + ib * cfg.z_dim, zf.data() + (f - b) * cfg.z_dim, cfg.z_dim, t);
         }
       }
-      if (space == "z") ws = gen.map(zf, class_labels(args, cfg, n), trunc);
+      if (space == "z" && !sweep) ws = gen.map(zf, class_labels(args, cfg, n), trunc);
+      if (sweep) {
+        for (int64_t f = b; f < e; ++f) {
+          std::vector<WsEdit> one = edits.edits;
+          one[0].strength = sweep_s[size_t(f)];
+          Tensor row = ws.slice0(f - b, f - b + 1);
+          apply_edits(row, one);
+          std::copy(row.data(), row.data() + row_len, ws.data() + (f - b) * row_len);
+        }
+      } else {
+        apply_edits(ws, edits.edits);
+      }
       NoiseSpec noise;
       noise.mode = noise_mode;
       noise.seed = noise_seed;
@@ -203,6 +291,7 @@ int run_interpolate(int argc, char** argv) {
 
 }  // namespace
 
-SG2_COMMAND(interpolate, 30, "frames (and an mp4) between consecutive seeds", run_interpolate);
+SG2_COMMAND(interpolate, 30, "frames (and an mp4) between consecutive seeds, or along an edit direction",
+            run_interpolate);
 
 }  // namespace sg2::cli

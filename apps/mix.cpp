@@ -6,7 +6,8 @@
 //   {row}-{col}.png: w = w_row with rows k in --styles replaced by w_col[k]
 //   grid.png: (cols+1) x (rows+1) cells on black, top-left empty, first row the column seeds'
 //   images, first column the row seeds' images.
-// Conditional models take --class (one label for every seed); the official script has none.
+// Conditional models take --class (one label for every seed); the official script has none. --edit
+// moves every seed's all_w after truncation, before the mixing (edit_cli.h).
 #include <algorithm>
 #include <iostream>
 #include <map>
@@ -14,6 +15,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "edit_cli.h"
 #include "sg2/error.h"
 #include "sg2/image.h"
 #include "style_mix.h"
@@ -41,6 +43,7 @@ int run_mix(int argc, char** argv) {
               "[1, H, W, C]); grid.png too, unless the images have more than 4 channels (then npy only)",
               "F", "png");
   add_class_option(opts);
+  add_edit_options(opts);
   add_model_options(opts);
   add_quiet_option(opts);
   auto args = parse(opts, argc, argv);
@@ -65,6 +68,7 @@ int run_mix(int argc, char** argv) {
   const OutputFormat fmt = parse_format(get(args, "format"));
   const bool quiet = has(args, "quiet");
   const GeneratorOptions gen_options = generator_options(args);
+  EditArgs edits = read_edit_args(args);  // the direction files, before the model loads
   OutputDir out(get(args, "outdir"));
 
   Generator gen = open_generator(load_network(args, "mix"), gen_options);
@@ -77,6 +81,8 @@ int run_mix(int argc, char** argv) {
            cfg.num_ws - 1);
   class_labels(args, cfg, 1);  // validates --class before any work
   check_8bit_channels(cfg, fmt, /*grid=*/false);
+  fit_edits(edits, cfg);
+  edit_notes("mix", edits, quiet);
   // grid.png needs 8-bit pixels: a model of more than 4 channels (--format npy) gets none.
   const bool with_grid = cfg.img_channels <= 4;
   if (with_grid)
@@ -100,6 +106,7 @@ int run_mix(int argc, char** argv) {
   require_finite_w_avg(gen.model(), psi);
   if (w_avg_finite(gen.model()))  // else psi is 1: w as mapped (the formula would give NaN)
     truncate_plain(all_w, gen.model().at("mapping.w_avg"), psi);
+  apply_edits(all_w, edits.edits);  // every seed's w moved after truncation, before the mixing
   const int64_t row_len = int64_t(cfg.num_ws) * cfg.w_dim;
   std::map<uint32_t, int64_t> index;
   for (int64_t n = 0; n < S; ++n) index[all_seeds[n]] = n;

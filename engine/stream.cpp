@@ -72,6 +72,7 @@ void validate_job(const ImageJob& job, const ModelConfig& cfg) {
          " classes): every image needs a class in [0, ", cfg.c_dim - 1, "], got ", job.class_idx);
   if (job.tf_seed_mode && job.noise_mode != NoiseMode::const_)
     fail(ErrorKind::invalid_argument, "the TF seed mode defines the const noise maps: use noise mode const");
+  check_edits(job.edits, cfg.num_ws, cfg.w_dim);
 }
 
 bool same_config(const ModelConfig& a, const ModelConfig& b) { return config_to_json(a) == config_to_json(b); }
@@ -210,6 +211,7 @@ StreamStats generate_stream(const std::vector<Generator*>& gens, const ImageJob&
           if (noise.mode == NoiseMode::random)
             for (uint32_t s : seeds) noise.keys.push_back(s);
         }
+        apply_edits(ws, job.edits);  // after truncation (slice0 copied the given rows)
         prepare_s += seconds_since(t);
         // Never wait for a slot while holding a batch the caller may be waiting for: the caller
         // might hold the slot we wait for until it gets that batch.

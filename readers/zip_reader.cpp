@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <array>
+#include <climits>
+
+#include <zlib.h>
 
 #include "readers/pickle.h"
 #include "sg2/error.h"
@@ -135,6 +138,7 @@ ZipArchive::ZipArchive(const uint8_t* data, size_t size, std::string what)
       k += 4 + len;
     }
     z.size = usize;
+    z.compressed_size = csize;
     z.header_offset = local;
     if (local > size_ || size_ - local < 30 || load_le32(data_ + local) != kLocalSig)
       bad("entry '", shown, "': no local header at byte ", local);
@@ -155,7 +159,7 @@ ZipArchive::ZipArchive(const uint8_t* data, size_t size, std::string what)
   for (size_t k = 1; k < order.size(); ++k) {
     const ZipEntry& prev = entries_[order[k - 1]];
     const ZipEntry& next = entries_[order[k]];
-    if (next.header_offset < prev.data_offset + prev.size)
+    if (next.header_offset < prev.data_offset + prev.compressed_size)
       bad("entries '", pickle::printable(prev.name, 80), "' and '", pickle::printable(next.name, 80),
           "' overlap at byte ", next.header_offset);
   }
@@ -189,6 +193,51 @@ std::string_view ZipArchive::data(const ZipEntry& e) const {
          "' at byte ", e.data_offset, " fails its CRC-32 check");
   crc_checked_[i] = true;
   return {reinterpret_cast<const char*>(p), static_cast<size_t>(e.size)};
+}
+
+std::vector<uint8_t> ZipArchive::inflated(const ZipEntry& e, uint64_t max_size) const {
+  const std::string shown = pickle::printable(e.name, 80);
+  if (e.method == 0) {
+    const std::string_view v = data(e);
+    return std::vector<uint8_t>(v.begin(), v.end());
+  }
+  if (e.flags & 1) fail(ErrorKind::unsupported, what_, ": unsupported: zip entry '", shown, "' is encrypted");
+  if (e.method != 8)
+    fail(ErrorKind::unsupported, what_, ": unsupported: zip entry '", shown, "' uses compression method ", e.method,
+         " (only stored and deflated entries are read)");
+  if (e.size > max_size)
+    fail(ErrorKind::unsupported, what_, ": unsupported: zip entry '", shown, "' inflates to ", e.size,
+         " bytes, more than the ", max_size, " bytes read from such an entry");
+  if (e.size / 1032 > e.compressed_size)  // deflate's largest ratio is about 1032:1
+    fail(ErrorKind::bad_file, what_, ": corrupt zip archive: entry '", shown, "' claims ", e.size, " bytes from ",
+         e.compressed_size, " deflated bytes, more than deflate can produce");
+  std::vector<uint8_t> out(static_cast<size_t>(e.size));
+  z_stream zs{};
+  if (inflateInit2(&zs, -MAX_WBITS) != Z_OK)
+    fail(ErrorKind::out_of_memory, what_, ": cannot start inflating '", shown, "'");
+  const uint8_t* in = data_ + e.data_offset;
+  uint64_t in_left = e.compressed_size;
+  zs.next_out = out.data();
+  zs.avail_out = static_cast<uInt>(out.size());
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    const uInt chunk = static_cast<uInt>(std::min<uint64_t>(in_left, UINT_MAX / 2));
+    zs.next_in = const_cast<Bytef*>(in);
+    zs.avail_in = chunk;
+    rc = inflate(&zs, Z_FINISH);
+    const uInt used = chunk - zs.avail_in;
+    in += used;
+    in_left -= used;
+    if (rc == Z_BUF_ERROR && in_left > 0 && zs.avail_out > 0) rc = Z_OK;  // more input to give
+  }
+  const uint64_t produced = zs.total_out;
+  inflateEnd(&zs);
+  if (rc != Z_STREAM_END || produced != e.size)
+    fail(ErrorKind::bad_file, what_, ": corrupt zip archive: the deflated data of entry '", shown,
+         "' does not inflate to its ", e.size, " bytes");
+  if (crc32(out.data(), out.size()) != e.crc32)
+    fail(ErrorKind::bad_file, what_, ": corrupt zip archive: the data of entry '", shown, "' fails its CRC-32 check");
+  return out;
 }
 
 }  // namespace sg2::readers

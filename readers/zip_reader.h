@@ -19,9 +19,10 @@ namespace sg2::readers {
 
 struct ZipEntry {
   std::string name;
-  uint64_t header_offset = 0;  ///< local header position
-  uint64_t data_offset = 0;    ///< first byte of the entry's data
-  uint64_t size = 0;           ///< uncompressed (= stored) size
+  uint64_t header_offset = 0;    ///< local header position
+  uint64_t data_offset = 0;      ///< first byte of the entry's data
+  uint64_t size = 0;             ///< uncompressed (= stored) size
+  uint64_t compressed_size = 0;  ///< bytes of data in the archive (= size when stored)
   uint32_t crc32 = 0;
   uint16_t method = 0;  ///< 0 = stored
   uint16_t flags = 0;
@@ -55,6 +56,10 @@ class ZipArchive {
   /// Error(unsupported) for a compressed or encrypted entry and Error(bad_file) when its CRC-32
   /// does not match (corrupt data). The CRC is computed on the first call only.
   std::string_view data(const ZipEntry& e) const;
+  /// A deflated (method 8) or stored entry's bytes, inflated and CRC-checked, when its size is at
+  /// most `max_size` (Error(unsupported) otherwise, and for another method or an encrypted entry;
+  /// Error(bad_file) for a broken stream or a CRC mismatch). numpy.savez_compressed's members.
+  std::vector<uint8_t> inflated(const ZipEntry& e, uint64_t max_size) const;
   const std::string& what() const { return what_; }
   const ZipStats& stats() const { return stats_; }
 

@@ -84,7 +84,7 @@ TEST(CliOptions, PositionalPathsKeepTheirCommas) {
 }
 
 TEST(CliOptions, HelpShowsValueNamesNotArg) {
-  for (const char* cmd : {"generate", "mix", "interpolate", "compare", "convert", "inspect", "bench"}) {
+  for (const char* cmd : {"generate", "mix", "interpolate", "compare", "convert", "inspect", "bench", "blend"}) {
     const CliResult h = run_cli({cmd, "--help"});
     EXPECT_EQ(h.status, 0) << cmd;
     EXPECT_FALSE(std::regex_search(h.out, std::regex("--[a-z-]+ arg "))) << cmd << ":\n" << h.out;

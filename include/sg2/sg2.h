@@ -7,8 +7,10 @@
 // Every function throws sg2::Error (error.h) on failure; nothing aborts.
 #pragma once
 
+#include "sg2/blend.h"
 #include "sg2/convert.h"
 #include "sg2/default_model.h"
+#include "sg2/edit.h"
 #include "sg2/error.h"
 #include "sg2/generator.h"
 #include "sg2/image.h"

@@ -22,6 +22,7 @@
 #include <memory>
 #include <vector>
 
+#include "sg2/edit.h"
 #include "sg2/export.h"
 #include "sg2/generator.h"
 #include "sg2/image.h"
@@ -42,6 +43,8 @@ struct ImageJob {
   uint64_t noise_seed = 0;    ///< random noise: image i's noise depends on (noise_seed, its seed / row)
   bool tf_seed_mode = false;  ///< seeds only: the const noise maps drawn from each seed's RandomState
                               ///< after z (NVIDIA's TensorFlow run_generator.py; spec §8.2)
+  std::vector<WsEdit> edits;  ///< applied in order to every image's ws after truncation (seeds) or to
+                              ///< the given ws rows (sg2/edit.h); StreamImage::ws carries the result
 };
 
 /// What each finished image carries, and how the work is cut.
@@ -62,7 +65,7 @@ struct StreamImage {
   int width = 0, height = 0, channels = 0;
   const uint8_t* u8 = nullptr;  ///< [height, width, channels] uint8, or null
   const float* img = nullptr;   ///< [channels, height, width] float32 (nominally [-1, 1]), or null
-  const float* ws = nullptr;    ///< [num_ws, w_dim] float32 (after truncation), or null
+  const float* ws = nullptr;    ///< [num_ws, w_dim] float32 (after truncation and edits), or null
   std::shared_ptr<const void> hold;
   /// The uint8 image as an Image8 (a copy). Throws Error(invalid_argument) when u8 is null.
   Image8 image8() const;
