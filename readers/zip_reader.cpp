@@ -135,6 +135,7 @@ ZipArchive::ZipArchive(const uint8_t* data, size_t size, std::string what)
       k += 4 + len;
     }
     z.size = usize;
+    z.compressed_size = csize;
     z.header_offset = local;
     if (local > size_ || size_ - local < 30 || load_le32(data_ + local) != kLocalSig)
       bad("entry '", shown, "': no local header at byte ", local);
@@ -155,7 +156,7 @@ ZipArchive::ZipArchive(const uint8_t* data, size_t size, std::string what)
   for (size_t k = 1; k < order.size(); ++k) {
     const ZipEntry& prev = entries_[order[k - 1]];
     const ZipEntry& next = entries_[order[k]];
-    if (next.header_offset < prev.data_offset + prev.size)
+    if (next.header_offset < prev.data_offset + prev.compressed_size)
       bad("entries '", pickle::printable(prev.name, 80), "' and '", pickle::printable(next.name, 80),
           "' overlap at byte ", next.header_offset);
   }

@@ -19,9 +19,10 @@ namespace sg2::readers {
 
 struct ZipEntry {
   std::string name;
-  uint64_t header_offset = 0;  ///< local header position
-  uint64_t data_offset = 0;    ///< first byte of the entry's data
-  uint64_t size = 0;           ///< uncompressed (= stored) size
+  uint64_t header_offset = 0;    ///< local header position
+  uint64_t data_offset = 0;      ///< first byte of the entry's data
+  uint64_t size = 0;             ///< uncompressed (= stored) size
+  uint64_t compressed_size = 0;  ///< its bytes in the file (= size when stored)
   uint32_t crc32 = 0;
   uint16_t method = 0;  ///< 0 = stored
   uint16_t flags = 0;
