@@ -4,6 +4,7 @@
 // styles recomputed from w and the model's affine weights), read by sg2's own readers (never
 // skipped) and by numpy.load where it is installed; the same PNG bytes from the archive's w;
 // savez_compressed archives; shards; and the bad-input lines (issue 25).
+#include <dirent.h>
 #include <zlib.h>
 
 #include <gtest/gtest.h>
@@ -297,6 +298,42 @@ TEST(CliLatents, SizeWritesBoxDownscaledImages) {
       EXPECT_TRUE(same) << "--size " << size << ", seed " << s;
     }
   }
+}
+
+/// Files named like a temporary (`*.tmp.*`) in `dir`.
+std::vector<std::string> temporaries(const std::string& dir) {
+  std::vector<std::string> out;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d))
+      if (std::string(e->d_name).find(".tmp.") != std::string::npos) out.push_back(e->d_name);
+    ::closedir(d);
+  }
+  return out;
+}
+
+TEST(CliLatents, NoHalfArchiveOnAFileSizeLimitOrAnInterrupt) {
+  const std::string dir = temp_dir("cli_latents_fail");
+  // ulimit -f: the archive (8 images x 8 x 512 float32 = 128 KiB of w) cannot be written; the PNGs can
+  CliResult r = run_cli({"-c", "ulimit -f 64 && exec '" + std::string(SG2_CLI) + "' generate --network '" + digits32() +
+                                   "' --device cpu --class 1 --seeds 0-7 --outdir '" + dir + "/o' --save-latents '" +
+                                   dir + "/o/l.npz' -q"},
+                        {}, "/bin/sh");
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_NE(r.err.find(dir + "/o/l.npz: cannot write: File too large"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(file_exists(dir + "/o/l.npz"));
+  EXPECT_TRUE(temporaries(dir + "/o").empty());
+  // SIGTERM while the archive streams: its temporary and the dataset zip's are removed, nothing is left
+  const std::string model = write_tiny_model(dir);
+  const std::string script = "'" + std::string(SG2_CLI) + "' generate --network '" + model +
+                             "' --device cpu --seeds 0-500000 --outdir '" + dir + "/d.zip' --save-latents '" + dir +
+                             "/d.npz' -q & p=$!; n=0; while [ ! -e '" + dir + "/d.npz.tmp.'$p ] && [ $n -lt 2400 ]; " +
+                             "do sleep 0.05; n=$((n+1)); done; sleep 0.5; kill -TERM $p; wait $p";
+  r = run_cli({"-c", script}, {}, "/bin/sh");
+  EXPECT_EQ(r.status, 128 + 15) << describe(r);
+  EXPECT_NE(r.err.find("interrupted by SIGTERM"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir + "/d.npz") || file_exists(dir + "/d.zip"));
+  EXPECT_TRUE(temporaries(dir).empty()) << temporaries(dir).size() << " temporary files left";
 }
 
 TEST(CliLatents, BadInputIsOneLine) {
