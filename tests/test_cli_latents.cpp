@@ -88,15 +88,16 @@ std::string numpy_lines(const std::string& npz) {
 
 const std::vector<uint32_t> kSeeds = {0, 1, 2, 3, 4, 9};
 
-TEST(CliLatents, TheArchiveHoldsTheRunsLatents) {
-  const std::string dir = temp_dir("cli_latents");
+/// One backend's archive (`env`: SG2_CPU_REFERENCE=0 the oneDNN path where built, 1 the reference ops).
+void check_archive(const std::string& dir, const std::string& env) {
   const std::string npz = dir + "/fakes.npz";
   CliResult r = run_cli(plus(base_args(dir + "/fakes.zip"),
-                             {"--seeds", "0-4,9", "--trunc", "0.7", "--save-latents", npz, "--save-styles"}));
+                             {"--seeds", "0-4,9", "--trunc", "0.7", "--save-latents", npz, "--save-styles"}),
+                        {env});
   ASSERT_EQ(r.status, 0) << describe(r);
   ASSERT_TRUE(file_exists(dir + "/fakes.zip"));
   // the w it holds is the ws each image had: the --save-ws files of the same run into a folder
-  r = run_cli(plus(base_args(dir + "/ws"), {"--seeds", "0-4,9", "--trunc", "0.7", "--save-ws"}));
+  r = run_cli(plus(base_args(dir + "/ws"), {"--seeds", "0-4,9", "--trunc", "0.7", "--save-ws"}), {env});
   ASSERT_EQ(r.status, 0) << describe(r);
 
   const Archive a = read_archive(npz);
@@ -144,7 +145,7 @@ TEST(CliLatents, TheArchiveHoldsTheRunsLatents) {
         worst = std::max(worst, std::fabs(want - s[size_t(i * S + layers[l].offset + j)]) / (1 + std::fabs(want)));
       }
   }
-  EXPECT_LT(worst, 1e-5);
+  EXPECT_LT(worst, 1e-5) << env;
   EXPECT_EQ(offsets.back(), S);
   EXPECT_EQ(names.substr(0, 35), "b4.conv1,b4.torgb,b8.conv0,b8.conv1");
   const std::string& u = a.raw_member.at("s_layers");
@@ -159,6 +160,11 @@ TEST(CliLatents, TheArchiveHoldsTheRunsLatents) {
     EXPECT_NE(lines.find("w <f4 6x8x512"), std::string::npos) << lines;
     EXPECT_NE(lines.find("s_layers= " + names), std::string::npos) << lines;
   }
+}
+
+TEST(CliLatents, TheArchiveHoldsTheRunsLatents) {
+  check_archive(temp_dir("cli_latents"), "SG2_CPU_REFERENCE=0");
+  check_archive(temp_dir("cli_latents_ref"), "SG2_CPU_REFERENCE=1");
 }
 
 /// The PNGs of `dir`'s seeds, in order, and those of a --ws run's rows.
