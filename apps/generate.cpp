@@ -27,6 +27,7 @@
 #include "commands.h"
 #include "edit_cli.h"
 #include "image_writer.h"
+#include "latent_archive.h"
 #include "sg2/dataset_zip.h"
 #include "sg2/error.h"
 #include "sg2/image.h"
@@ -65,6 +66,15 @@ int run_generate(int argc, char** argv) {
               "from the same RandomState (TensorFlow run_generator.py; pass its --trunc 0.5 yourself)",
               "pt|tf", "pt")
       .flag("save-ws", "also write seed%04d_ws.npy: float32 [1, num_ws, w_dim] after truncation (and --edit)")
+      .option("save-latents",
+              "also write one numpy .npz archive of the run's latents, streamed: seeds, z, c (conditional), w "
+              "[N, num_ws, w_dim] after truncation and --edit (docs/bulk.md); one per shard, named as the dataset zips",
+              "FILE.npz")
+      .flag("save-styles", "with --save-latents: also every layer's styles s [N, style_dims], s_offsets, s_layers")
+      .option("size",
+              "write the images downscaled to N x N (a divisor of the resolution) by a box filter, on the GPU "
+              "for a CUDA device; png and u8npy formats",
+              "N|WxH")
       .option("outdir",
               "output directory (created if missing), or NAME.zip: a dataset archive in dataset_tool.py's layout "
               "(PNG entries and dataset.json with the labels), streamed; one per shard",
@@ -139,6 +149,24 @@ int run_generate(int argc, char** argv) {
   if (has(args, "grid")) grid = parse_grid(get(args, "grid"));
   const bool save_ws = has(args, "save-ws");
   const bool quiet = has(args, "quiet");
+  // --save-latents / --save-styles / --size (latent_archive.h): checked here, the size against the
+  // resolution once the model is known
+  std::string latents_path = has(args, "save-latents") ? get(args, "save-latents") : std::string();
+  const bool save_styles = has(args, "save-styles");
+  if (save_styles && latents_path.empty())
+    fail(ErrorKind::invalid_argument,
+         "--save-styles adds the styles to the archive of --save-latents FILE.npz: "
+         "give --save-latents too");
+  if (has(args, "save-latents") &&
+      (latents_path.size() < 5 || latents_path.compare(latents_path.size() - 4, 4, ".npz") != 0))
+    fail(ErrorKind::invalid_argument, "--save-latents ", shown(latents_path),
+         ": the archive's name must end in .npz (numpy.load reads it by its content, numpy.savez names it so)");
+  if (has(args, "size")) {
+    size_factor(get(args, "size"), 0);  // the syntax now, the divisor once the model is loaded
+    if (fmt == OutputFormat::npy || fmt == OutputFormat::both)
+      fail(ErrorKind::invalid_argument, "--size downscales the uint8 images: use --format png or u8npy, not ",
+           get(args, "format"));
+  }
   GeneratorOptions gen_options = generator_options(args, /*device_lists=*/true);
   WsArray ws_file;
   if (from_ws) ws_file = read_ws_array(get(args, "ws"));  // file errors before the model load
@@ -151,6 +179,7 @@ int run_generate(int argc, char** argv) {
     fail(ErrorKind::invalid_argument, "--grid needs the whole list in one process, but this is shard ",
          shard.shard.str(), " (", shard.shard.source,
          "): make the grid in a run of its own (--shard 0/1 turns sharding off)");
+  if (!latents_path.empty() && shard.shard.sharded()) latents_path = shard_zip_path(latents_path, shard.shard);
   if (!from_ws) {
     shard.set_total(static_cast<int64_t>(seeds.size()));
     seeds = std::vector<uint32_t>(seeds.begin() + shard.range.begin, seeds.begin() + shard.range.end);
@@ -253,18 +282,22 @@ int run_generate(int argc, char** argv) {
   so.uint8 = fmt != OutputFormat::npy || grid.has_value();
   so.float32 = fmt == OutputFormat::npy || fmt == OutputFormat::both;
   so.ws = save_ws;
+  if (has(args, "size")) so.downscale = size_factor(get(args, "size"), cfg.img_resolution);
+  const int out_res = cfg.img_resolution / so.downscale;  // the images' size as written
+  std::optional<LatentArchive> latents;                   // NAME.npz.tmp.PID until finished; removed on any failure
+  if (!latents_path.empty()) {
+    latents.emplace(latents_path, cfg, total, !from_ws, job.class_idx, save_styles);
+    latents->request(so);
+  }
 
   // The grid PNG is streamed cell row by cell row as the sink receives the images in order
   // (memory: one row of cells); its size is checked in 64 bits against the writer's limits
   // before any image is made.
   std::optional<GridPngWriter> grid_png;
   if (grid) {
-    check_png_size(int64_t(grid->cols) * cfg.img_resolution, int64_t(grid->rows) * cfg.img_resolution, cfg.img_channels,
-                   PngWrite::streamed,
-                   detail::concat("--grid ", grid->cols, "x", grid->rows, " of ", cfg.img_resolution, "x",
-                                  cfg.img_resolution, " images"));
-    grid_png.emplace(out.file("grid.png"), grid->cols, grid->rows, cfg.img_resolution, cfg.img_resolution,
-                     cfg.img_channels);
+    check_png_size(int64_t(grid->cols) * out_res, int64_t(grid->rows) * out_res, cfg.img_channels, PngWrite::streamed,
+                   detail::concat("--grid ", grid->cols, "x", grid->rows, " of ", out_res, "x", out_res, " images"));
+    grid_png.emplace(out.file("grid.png"), grid->cols, grid->rows, out_res, out_res, cfg.img_channels);
   }
 
   // --- the pipeline: generators -> sink (this thread) -> encoder pool (image_writer.h) -------
@@ -292,6 +325,7 @@ int run_generate(int argc, char** argv) {
   io.stem = [from_ws](const StreamImage& im) {
     return from_ws ? indexed_stem("ws", static_cast<int64_t>(im.key), 4) : seed_stem(im.key);
   };
+  if (latents) io.on_image = [&latents](const StreamImage& im) { latents->add(im); };
   std::atomic<int64_t>& files = out.files();  // live: an interrupt says how many are kept
   int64_t written = 0;
   try {
@@ -304,15 +338,25 @@ int run_generate(int argc, char** argv) {
       grid_png->finish();
       files.fetch_add(1);
     }
+    if (latents) {  // before the dataset zip: a zip that fails to finish takes the archive with it
+      latents->finish();
+      files.fetch_add(1);
+    }
     if (zip) {
       std::optional<int64_t> label;
       if (cfg.c_dim > 0 && !from_ws) label = job.class_idx;
-      zip->finish(dataset_json(uint64_t(shard.range.begin), uint64_t(total), label));
+      try {
+        zip->finish(dataset_json(uint64_t(shard.range.begin), uint64_t(total), label));
+      } catch (...) {
+        if (latents) std::remove(latents->path().c_str());
+        throw;
+      }
       files.fetch_add(1);
     }
   } catch (const Error& e) {
     // The encoders under way finished their file and the queued ones were dropped with the buffers
     // they held, so the count of whole files is final; an unfinished archive is removed.
+    if (latents) latents->abandon();
     if (zip) zip->abandon();
     throw out.failure(e);
   }
@@ -323,10 +367,10 @@ int run_generate(int argc, char** argv) {
   if (!quiet) {
     std::string where;
     for (size_t i = 0; i < gens.size(); ++i) where += (i ? "," : "") + gens[i].device().str();
-    std::cout << "sg2 generate: " << total << (total == 1 ? " image" : " images") << " (" << cfg.img_resolution << "x"
-              << cfg.img_resolution << ", " << cfg.img_channels << (cfg.img_channels == 1 ? " channel" : " channels")
-              << ", " << where << ") in " << shown(zip ? zip->path() : out.path()) << (grid ? " + grid.png" : "")
-              << ", " << duration_text(progress.elapsed_s());
+    std::cout << "sg2 generate: " << total << (total == 1 ? " image" : " images") << " (" << out_res << "x" << out_res
+              << ", " << cfg.img_channels << (cfg.img_channels == 1 ? " channel" : " channels") << ", " << where
+              << ") in " << shown(zip ? zip->path() : out.path()) << (grid ? " + grid.png" : "")
+              << (latents ? " + latents " + shown(latents->path()) : "") << ", " << duration_text(progress.elapsed_s());
     if (progress.elapsed_s() > 0)
       std::cout << " (" << static_cast<int64_t>(total / progress.elapsed_s() + 0.5) << " img/s)";
     std::cout << "\n";

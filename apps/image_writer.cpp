@@ -74,12 +74,13 @@ WriteStats write_images(const std::vector<Generator*>& gens, const ImageJob& job
   {
     TaskPool pool(out.jobs, size_t(2) * out.jobs);
     st.stream = generate_stream(gens, job, stream, [&](const StreamImage& im) {
+      if (out.on_image) out.on_image(im);
       if (out.grid) out.grid->add(im.image8());
       const std::string stem = out.stem(im);
       pool.submit([&, im, stem] {
         if (fmt == OutputFormat::png || fmt == OutputFormat::both) {
           Clock::time_point t = Clock::now();
-          std::vector<uint8_t> png = encode_png(im.u8, R, R, C, out.png);
+          std::vector<uint8_t> png = encode_png(im.u8, im.width, im.height, C, out.png);
           encode_s.add(since(t));
           if (zip) {
             t = Clock::now();
@@ -91,9 +92,9 @@ WriteStats write_images(const std::vector<Generator*>& gens, const ImageJob& job
         }
         if (fmt == OutputFormat::u8npy) {
           const Clock::time_point t = Clock::now();
-          write_npy_u8(out.dir->file(stem + ".npy"), im.u8, {1, R, R, C});
+          write_npy_u8(out.dir->file(stem + ".npy"), im.u8, {1, im.height, im.width, C});
           write_s.add(since(t));
-          bytes.fetch_add(int64_t(R) * R * C + 128);
+          bytes.fetch_add(int64_t(im.height) * im.width * C + 128);
           files.fetch_add(1);
         }
         if (fmt == OutputFormat::npy || fmt == OutputFormat::both) {

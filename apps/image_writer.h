@@ -30,6 +30,9 @@ struct ImageOutputs {
   GridPngWriter* grid = nullptr;  ///< every image also becomes the grid's next cell
   /// The file stem of an image ("seed0042", "ws0003").
   std::function<std::string(const StreamImage&)> stem;
+  /// Called for every image on the caller's thread, in index order, before it is encoded (the
+  /// latent archive of --save-latents); may be empty.
+  std::function<void(const StreamImage&)> on_image;
 };
 
 /// What happened, per stage (seconds summed over threads) and in bytes.

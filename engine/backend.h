@@ -8,6 +8,7 @@
 
 #include "engine/batch_pipe.h"
 #include "formats/nonfinite.h"
+#include "sg2/error.h"
 #include "sg2/generator.h"
 #include "sg2/image_pipe.h"
 #include "sg2/model.h"
@@ -44,6 +45,12 @@ class Backend {
   /// N entries; noise.maps is empty or has N rows of num_ws-1 maps. When dump_dir is non-empty,
   /// every block's x and img (and the mapping outputs, in map) are written there as .npy.
   virtual Tensor synthesize(const Tensor& ws, const NoiseSpec& noise, const std::string& dump_dir) = 0;
+  /// The styles synthesis computes from ws [N, num_ws, w_dim]: [N, style_dims] in the order of
+  /// sg2/styles.h, by the same code synthesize() uses (CPU backends; the CUDA pipe copies its own).
+  virtual Tensor styles(const Tensor& ws) {
+    (void)ws;
+    fail(ErrorKind::unsupported, name(), ": this backend does not hand out styles");
+  }
   /// Device-side timing hooks for `sg2 bench` (the CUDA backend); nullptr for other backends.
   virtual DeviceBench* device_bench() { return nullptr; }
   /// A pipe of `slots` host slots for batches of up to `batch` images (batch_pipe.h). The CPU

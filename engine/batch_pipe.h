@@ -17,14 +17,17 @@ namespace sg2 {
 /// Host views of one finished batch (valid until the slot is released).
 struct HostBatchView {
   int count = 0;
-  const uint8_t* u8 = nullptr;  ///< [count, H, W, C] uint8 (the official conversion), or null
-  const float* img = nullptr;   ///< [count, C, H, W] float32, or null
+  const uint8_t* u8 = nullptr;    ///< [count, H/f, W/f, C] uint8 (the official conversion; f = downscale), or null
+  const float* img = nullptr;     ///< [count, C, H, W] float32, or null
+  const float* styles = nullptr;  ///< [count, style_dims] float32 (sg2/styles.h order), or null
 };
 
 /// What a pipe produces per image.
 struct PipeOutputs {
   bool u8 = true;
   bool img = false;
+  bool styles = false;  ///< every image's styles (sg2/styles.h), as synthesis used them
+  int downscale = 1;    ///< u8 images box-downscaled by this factor (kernels/ref/box_downscale.h)
   /// Where the batches' latents come from: what a NaN or infinite pixel is blamed on (host pipe).
   NonfiniteSource nonfinite_source = NonfiniteSource::given_ws;
 };

@@ -132,6 +132,29 @@ class CpuBackend final : public Backend {
     return ws;
   }
 
+  Tensor styles(const Tensor& ws) override {  // the layers' styles(), as layer() computes them
+    const int64_t N = ws.dim(0);
+    std::vector<Tensor> parts;
+    int64_t total = 0;
+    auto add = [&](const LayerPlan& l) {
+      parts.push_back(styles(l, ws));
+      total += parts.back().dim(1);
+    };
+    for (const BlockPlan& b : plan_.blocks) {
+      if (b.conv0) add(*b.conv0);
+      add(b.conv1);
+      if (b.torgb) add(*b.torgb);
+    }
+    Tensor out({N, total});
+    int64_t col = 0;
+    for (const Tensor& p : parts) {
+      const int64_t d = p.dim(1);
+      for (int64_t n = 0; n < N; ++n) std::copy(p.data() + n * d, p.data() + (n + 1) * d, out.data() + n * total + col);
+      col += d;
+    }
+    return out;
+  }
+
   Tensor synthesize(const Tensor& ws, const NoiseSpec& noise, const std::string& dump_dir) override {
     const int64_t N = ws.dim(0);
     if (!dump_dir.empty()) detail::make_dirs(dump_dir);

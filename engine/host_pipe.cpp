@@ -1,11 +1,13 @@
 // sg2: the host pipe (backend.h make_host_pipe): synthesis runs synchronously in submit(), then the
 // official uint8 conversion on the host. Used by the CPU backend.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "engine/backend.h"
 #include "engine/batch_pipe.h"
 #include "engine/slot_ring.h"
+#include "kernels/ref/box_downscale.h"
 #include "sg2/error.h"
 #include "sg2/image.h"
 
@@ -30,15 +32,20 @@ class HostPipe final : public BatchPipe {
       require_finite_images(img, -1, out_.nonfinite_source);
       s.count = n;
       const int C = cfg_.img_channels, R = cfg_.img_resolution;
-      const size_t per = size_t(C) * R * R;
+      const int f = std::max(1, out_.downscale), r = R / f;
+      const size_t per = size_t(C) * R * R, per_u8 = size_t(C) * r * r;
       if (out_.u8) {
-        s.u8.resize(size_t(n) * per);
+        s.u8.resize(size_t(n) * per_u8);
         for (int i = 0; i < n; ++i) {
           const Image8 im = to_image8(img, i);
-          std::memcpy(s.u8.data() + size_t(i) * per, im.pixels.data(), per);
+          if (f == 1)
+            std::memcpy(s.u8.data() + size_t(i) * per, im.pixels.data(), per);
+          else
+            ref::box_downscale_u8(im.pixels.data(), 1, R, R, C, f, s.u8.data() + size_t(i) * per_u8);
         }
       }
       if (out_.img) s.img = std::move(img.vec());
+      if (out_.styles) s.styles = std::move(backend_.styles(ws).vec());
       return id;
     } catch (...) {
       ring_.release(id);
@@ -52,6 +59,7 @@ class HostPipe final : public BatchPipe {
     v.count = s.count;
     v.u8 = out_.u8 ? s.u8.data() : nullptr;
     v.img = out_.img ? s.img.data() : nullptr;
+    v.styles = out_.styles ? s.styles.data() : nullptr;
     return v;
   }
 
@@ -64,6 +72,7 @@ class HostPipe final : public BatchPipe {
     int count = 0;
     std::vector<uint8_t> u8;
     std::vector<float> img;
+    std::vector<float> styles;
   };
   Backend& backend_;
   const ModelConfig& cfg_;

@@ -17,6 +17,7 @@
 #include "engine/batch_pipe.h"
 #include "engine/generator_access.h"
 #include "sg2/error.h"
+#include "sg2/styles.h"
 
 namespace sg2 {
 
@@ -38,13 +39,15 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 /// A finished batch's memory (StreamImage::hold): its pipe slot, given back when the last holder
 /// lets go, and its ws.
 struct SlotHold {
-  SlotHold(std::shared_ptr<BatchPipe> p, int i, Tensor w) : pipe(std::move(p)), id(i), ws(std::move(w)) {}
+  SlotHold(std::shared_ptr<BatchPipe> p, int i, Tensor w, Tensor zz)
+      : pipe(std::move(p)), id(i), ws(std::move(w)), z(std::move(zz)) {}
   SlotHold(const SlotHold&) = delete;
   SlotHold& operator=(const SlotHold&) = delete;
   ~SlotHold() { pipe->release(id); }
   std::shared_ptr<BatchPipe> pipe;
   int id;
   Tensor ws;  // [count, num_ws, w_dim] when asked for
+  Tensor z;   // [count, z_dim] when asked for (seed jobs)
 };
 
 /// A batch on the host, waiting for the caller's thread.
@@ -96,6 +99,9 @@ StreamStats generate_stream(const std::vector<Generator*>& gens, const ImageJob&
          options.batches_in_flight);
   if (!options.uint8 && !options.float32 && !options.ws)
     fail(ErrorKind::invalid_argument, "generate_stream: ask for at least one of uint8, float32, ws");
+  if (options.downscale < 1 || cfg.img_resolution % options.downscale != 0)
+    fail(ErrorKind::invalid_argument, "generate_stream: downscale ", options.downscale, " is not a divisor of the ",
+         cfg.img_resolution, "-pixel resolution");
   const bool from_ws = job.seeds.empty();
   for (float v : job.ws.vec())
     if (!std::isfinite(v)) fail(ErrorKind::invalid_argument, "ws contains NaN or infinite values");
@@ -112,6 +118,8 @@ StreamStats generate_stream(const std::vector<Generator*>& gens, const ImageJob&
   const int R = cfg.img_resolution, C = cfg.img_channels;
   const size_t row = size_t(cfg.num_ws) * cfg.w_dim;
   const size_t per_image = size_t(C) * R * R;
+  const int r8 = R / options.downscale;  // the uint8 images' size
+  const size_t per_u8 = size_t(C) * r8 * r8;
   const Tensor label = cfg.c_dim > 0 && !from_ws ? one_hot({job.class_idx}, cfg.c_dim) : Tensor();
 
   // Shared between the workers and the caller's thread.
@@ -139,6 +147,9 @@ StreamStats generate_stream(const std::vector<Generator*>& gens, const ImageJob&
   PipeOutputs outs;
   outs.u8 = options.uint8;
   outs.img = options.float32;
+  outs.styles = options.styles;
+  outs.downscale = options.downscale;
+  const int64_t sdims = options.styles ? style_dims(cfg) : 0;
   outs.nonfinite_source = from_ws                              ? NonfiniteSource::given_ws
                           : std::fabs(job.truncation.psi) <= 1 ? NonfiniteSource::mapping
                                                                : NonfiniteSource::truncation;
@@ -157,6 +168,7 @@ StreamStats generate_stream(const std::vector<Generator*>& gens, const ImageJob&
       int id;
       int count;
       Tensor ws;
+      Tensor z;
     };
     std::vector<Pending> pending;  // at most one batch in flight on the device besides the newest
     auto publish = [&](Pending& p) {
@@ -165,7 +177,7 @@ StreamStats generate_stream(const std::vector<Generator*>& gens, const ImageJob&
       f.view = pipe.wait(p.id);
       wait_s += seconds_since(t);
       f.count = p.count;
-      f.hold = std::make_shared<SlotHold>(pipes[g], p.id, std::move(p.ws));
+      f.hold = std::make_shared<SlotHold>(pipes[g], p.id, std::move(p.ws), std::move(p.z));
       {
         std::lock_guard<std::mutex> lock(mu);
         done.emplace(p.index, std::move(f));
@@ -182,14 +194,13 @@ StreamStats generate_stream(const std::vector<Generator*>& gens, const ImageJob&
         NoiseSpec noise;
         noise.mode = job.noise_mode;
         noise.seed = job.noise_seed;
-        Tensor ws;
+        Tensor ws, z;
         if (from_ws) {
           ws = job.ws.slice0(first, first + n);
           if (noise.mode == NoiseMode::random)
             for (int i = 0; i < n; ++i) noise.keys.push_back(static_cast<uint64_t>(job.ws_first_row + first + i));
         } else {
           const std::vector<uint32_t> seeds(job.seeds.begin() + first, job.seeds.begin() + first + n);
-          Tensor z;
           if (job.tf_seed_mode) {
             std::vector<Tensor> zs;
             for (uint32_t s : seeds) {
@@ -222,7 +233,8 @@ StreamStats generate_stream(const std::vector<Generator*>& gens, const ImageJob&
         t = Clock::now();
         const int id = pipe.submit(ws, noise);
         submit_s += seconds_since(t);
-        pending.push_back(Pending{b, id, n, options.ws ? std::move(ws) : Tensor()});
+        pending.push_back(
+            Pending{b, id, n, options.ws ? std::move(ws) : Tensor(), options.z ? std::move(z) : Tensor()});
         if (pending.size() > 1) {  // the previous batch: its copies overlap this one's compute
           publish(pending.front());
           pending.erase(pending.begin());
@@ -263,11 +275,13 @@ StreamStats generate_stream(const std::vector<Generator*>& gens, const ImageJob&
         StreamImage im;
         im.index = b * batch + i;
         im.key = from_ws ? static_cast<uint64_t>(job.ws_first_row + im.index) : job.seeds[size_t(im.index)];
-        im.width = im.height = R;
+        im.width = im.height = r8;
         im.channels = C;
-        im.u8 = f.view.u8 ? f.view.u8 + size_t(i) * per_image : nullptr;
+        im.u8 = f.view.u8 ? f.view.u8 + size_t(i) * per_u8 : nullptr;
         im.img = f.view.img ? f.view.img + size_t(i) * per_image : nullptr;
         im.ws = options.ws ? f.hold->ws.data() + size_t(i) * row : nullptr;
+        im.z = options.z && !from_ws && cfg.z_dim > 0 ? f.hold->z.data() + size_t(i) * size_t(cfg.z_dim) : nullptr;
+        im.styles = f.view.styles ? f.view.styles + size_t(i) * size_t(sdims) : nullptr;
         im.hold = f.hold;
         sink(im);
         ++delivered;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "formats/npy_header.h"
 #include "sg2/error.h"
 #include "util/file_util.h"
 #include "util/text_util.h"
@@ -178,7 +179,7 @@ NpyArray read_npy(const std::string& path) {
   return parse_npy(m.data(), m.size(), path);
 }
 
-NpyArray parse_npy(const uint8_t* d, size_t n, const std::string& path) {
+NpyHeaderInfo peek_npy_header(const uint8_t* d, size_t n, const std::string& path) {
   if (n < 10 || std::memcmp(d, "\x93NUMPY", 6) != 0) fail(ErrorKind::bad_file, path, ": not a .npy file (bad magic)");
   int major = d[6];
   size_t header_len, offset;
@@ -194,12 +195,23 @@ NpyArray parse_npy(const uint8_t* d, size_t n, const std::string& path) {
   }
   if (header_len > n - offset) fail(ErrorKind::bad_file, path, ": truncated .npy header");
   std::string header(reinterpret_cast<const char*>(d + offset), header_len);
-  NpyArray a;
   NpyHeader h = HeaderParser(header, path).parse();
-  a.dtype = std::move(h.descr);
+  NpyHeaderInfo info;
+  info.dtype = std::move(h.descr);
+  info.shape = std::move(h.shape);
+  info.fortran_order = h.fortran_order;
+  info.item_size = dtype_size(info.dtype, path);
+  info.data_offset = offset + header_len;
+  return info;
+}
+
+NpyArray parse_npy(const uint8_t* d, size_t n, const std::string& path) {
+  NpyHeaderInfo h = peek_npy_header(d, n, path);
+  NpyArray a;
+  a.dtype = std::move(h.dtype);
   a.shape = std::move(h.shape);
-  const size_t es = dtype_size(a.dtype, path);
-  const size_t data_off = offset + header_len;
+  const size_t es = h.item_size;
+  const size_t data_off = h.data_offset;
   // The element count in checked arithmetic: never more elements than the payload holds. A shape
   // with a zero dimension has no elements, whatever its other dimensions (and needs no payload).
   const uint64_t available = (n - data_off) / es;

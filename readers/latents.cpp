@@ -6,12 +6,15 @@
 #include <cstring>
 #include <string_view>
 
+#include "formats/npy_header.h"
+#include "formats/zip_inflate.h"
 #include "readers/checkpoint.h"
 #include "readers/npz.h"
 #include "readers/pickle_access.h"
 #include "sg2/error.h"
 #include "sg2/npy.h"
 #include "util/file_util.h"
+#include "util/host_memory.h"
 
 namespace sg2 {
 
@@ -37,22 +40,74 @@ std::string quoted_names(const std::vector<std::string>& names, size_t max) {
   return s;
 }
 
+/// Bytes of memory that reading `bytes` more may take, against what the host has: Error(out_of_memory).
+void check_memory(uint64_t bytes, const std::string& what, const std::string& for_what) {
+  const int64_t avail = detail::host_memory_available();
+  if (avail >= 0 && bytes > uint64_t(avail))
+    fail_hint(ErrorKind::out_of_memory, "read fewer rows (split the archive) or use a machine with more memory", what,
+              ": ", for_what, " needs ", bytes, " bytes of memory, more than the ", avail, " available");
+}
+
+/// An .npz's array 'w' (or its only array): only that member is read (an archive of sg2 generate
+/// --save-latents also holds seeds, z, c and styles), from a stored member (numpy.savez) or a
+/// DEFLATE one (numpy.savez_compressed, inflated with zlib). Its size is checked against the
+/// host's memory before anything is allocated.
 Latents from_npz(const uint8_t* data, size_t size, const std::string& what) {
-  auto arrays = readers::npz_arrays(data, size, what);
-  const std::pair<std::string, NpyArray>* pick = nullptr;
-  for (const auto& a : arrays)
-    if (a.first == "w") pick = &a;
-  if (pick == nullptr && arrays.size() == 1) pick = &arrays[0];
-  if (pick == nullptr) {
-    std::vector<std::string> names;
-    for (const auto& a : arrays) names.push_back(a.first);
+  readers::ZipArchive zip(data, size, what);
+  std::vector<std::string> names;
+  const readers::ZipEntry* pick = nullptr;
+  for (const readers::ZipEntry& e : zip.entries()) {
+    const std::string shown = pk::printable(e.name, 80);
+    if (e.name.size() < 5 || e.name.compare(e.name.size() - 4, 4, ".npy") != 0)
+      fail(ErrorKind::bad_file, what, ": not an .npz file: member '", shown, "' is not a .npy array");
+    names.push_back(pk::printable(e.name.substr(0, e.name.size() - 4), 200));
+    if (e.name == "w.npy") pick = &e;
+  }
+  if (names.empty()) fail(ErrorKind::bad_file, what, ": an .npz file without arrays");
+  if (pick == nullptr && names.size() == 1) pick = &zip.entries()[0];
+  if (pick == nullptr)
     fail(ErrorKind::bad_file, what, ": an .npz with arrays ", quoted_names(names, 8),
          ", none called 'w' (the name NVIDIA's projector uses); save the latents as .npy or under the name w");
+  const std::string name = pick->name.substr(0, pick->name.size() - 4);
+  const std::string member = what + ": array '" + pk::printable(name, 200) + "'";
+  std::vector<uint8_t> inflated;
+  const uint8_t* bytes = nullptr;
+  size_t nbytes = 0;
+  if (pick->method == 8 && (pick->flags & 1) == 0) {  // numpy.savez_compressed
+    check_memory(pick->size, what, "inflating array '" + pk::printable(name, 200) + "'");
+    inflated.resize(static_cast<size_t>(pick->size));
+    detail::inflate_raw(data + pick->data_offset, static_cast<size_t>(pick->compressed_size), inflated.data(),
+                        inflated.size(), member);
+    if (readers::crc32(inflated.data(), inflated.size()) != pick->crc32)
+      fail(ErrorKind::bad_file, member, ": corrupt: the inflated data fails its CRC-32 check");
+    bytes = inflated.data();
+    nbytes = inflated.size();
+  } else {
+    if (pick->method != 0 || (pick->flags & 1))
+      fail_hint(ErrorKind::unsupported, "save it with numpy.savez or numpy.savez_compressed", member, ": zip method ",
+                pick->method, (pick->flags & 1) ? " (encrypted)" : "", " is not supported");
+    // The header's shape against memory first (rows x row bytes, checked), then the CRC over it all.
+    const NpyHeaderInfo h = peek_npy_header(data + pick->data_offset, static_cast<size_t>(pick->size), member);
+    uint64_t count = 1;
+    bool overflow = false;
+    for (int64_t d : h.shape) overflow = overflow || __builtin_mul_overflow(count, uint64_t(d), &count);
+    uint64_t need = 0;  // the payload's copy and its float32 tensor
+    overflow = overflow || __builtin_mul_overflow(count, uint64_t(h.item_size + 4), &need);
+    const uint64_t payload = pick->size - std::min<uint64_t>(pick->size, h.data_offset);
+    if (!overflow && count * h.item_size <= payload)
+      check_memory(need, what, "array '" + pk::printable(name, 200) + "' " + shape_to_string(h.shape));
+    const std::string_view v = zip.data(*pick);
+    bytes = reinterpret_cast<const uint8_t*>(v.data());
+    nbytes = v.size();
   }
   Latents out;
-  out.values = npy_float_tensor(pick->second, what + ": array '" + pick->first + "'");
+  {
+    NpyArray a = parse_npy(bytes, nbytes, member);
+    std::vector<uint8_t>().swap(inflated);
+    out.values = npy_float_tensor(a, member);
+  }
   out.format = "npz";
-  out.note = "array '" + pick->first + "' of the .npz";
+  out.note = "array '" + pk::printable(name, 200) + "' of the .npz";
   return out;
 }
 

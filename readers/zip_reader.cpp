@@ -3,6 +3,8 @@
 // local file header 4.3.7, ZIP64 extra field 4.5.3).
 #include "readers/zip_reader.h"
 
+#include "formats/zip_inflate.h"
+
 #include <algorithm>
 #include <array>
 #include <climits>
@@ -212,29 +214,8 @@ std::vector<uint8_t> ZipArchive::inflated(const ZipEntry& e, uint64_t max_size) 
     fail(ErrorKind::bad_file, what_, ": corrupt zip archive: entry '", shown, "' claims ", e.size, " bytes from ",
          e.compressed_size, " deflated bytes, more than deflate can produce");
   std::vector<uint8_t> out(static_cast<size_t>(e.size));
-  z_stream zs{};
-  if (inflateInit2(&zs, -MAX_WBITS) != Z_OK)
-    fail(ErrorKind::out_of_memory, what_, ": cannot start inflating '", shown, "'");
-  const uint8_t* in = data_ + e.data_offset;
-  uint64_t in_left = e.compressed_size;
-  zs.next_out = out.data();
-  zs.avail_out = static_cast<uInt>(out.size());
-  int rc = Z_OK;
-  while (rc == Z_OK) {
-    const uInt chunk = static_cast<uInt>(std::min<uint64_t>(in_left, UINT_MAX / 2));
-    zs.next_in = const_cast<Bytef*>(in);
-    zs.avail_in = chunk;
-    rc = inflate(&zs, Z_FINISH);
-    const uInt used = chunk - zs.avail_in;
-    in += used;
-    in_left -= used;
-    if (rc == Z_BUF_ERROR && in_left > 0 && zs.avail_out > 0) rc = Z_OK;  // more input to give
-  }
-  const uint64_t produced = zs.total_out;
-  inflateEnd(&zs);
-  if (rc != Z_STREAM_END || produced != e.size)
-    fail(ErrorKind::bad_file, what_, ": corrupt zip archive: the deflated data of entry '", shown,
-         "' does not inflate to its ", e.size, " bytes");
+  detail::inflate_raw(data_ + e.data_offset, static_cast<size_t>(e.compressed_size), out.data(), out.size(),
+                      what_ + ": zip entry '" + shown + "'");
   if (crc32(out.data(), out.size()) != e.crc32)
     fail(ErrorKind::bad_file, what_, ": corrupt zip archive: the data of entry '", shown, "' fails its CRC-32 check");
   return out;

@@ -9,8 +9,9 @@ set -euo pipefail
 # downloads (CMake option SG2_DOWNLOADS); libdnnl-dev: the CPU backend's convolutions (oneDNN);
 # openmpi-bin: the tests of sharded runs under mpirun; clang-format: the formatting test
 # (scripts/format.sh --check); libboost-dev (Boost.Beast, Asio: HTTP) and libturbojpeg0-dev (JPEG):
-# sg2 serve; chromium: the explorer page's browser test (tests/serve); curl: the docs' examples.
-packages=(cmake g++ ninja-build pkg-config python3 libcxxopts-dev nlohmann-json3-dev libgtest-dev
+# sg2 serve; chromium: the explorer page's browser test (tests/serve); curl: the docs' examples;
+# python3-numpy: numpy.load reads the latent archives (tests/check_latents_npz.py).
+packages=(cmake g++ ninja-build pkg-config python3 python3-numpy libcxxopts-dev nlohmann-json3-dev libgtest-dev
           libpng-dev libcurl4-openssl-dev libdeflate-dev libarchive-dev zlib1g-dev libdnnl-dev openmpi-bin clang-format
           libboost-dev libturbojpeg0-dev chromium curl)
 optional=()  # installed when the distribution has them

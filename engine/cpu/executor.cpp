@@ -140,6 +140,7 @@ class OnednnCpuBackend final : public Backend {
 
   Tensor map(const Tensor& z, const Tensor& c, const Truncation& trunc, const std::string& dump_dir) override;
   Tensor synthesize(const Tensor& ws, const NoiseSpec& noise, const std::string& dump_dir) override;
+  Tensor styles(const Tensor& ws) override;
 
  private:
   struct Buffers {
@@ -328,6 +329,34 @@ void OnednnCpuBackend::styles_phase(const Tensor& ws) {
     }
   });
   phase_end("styles + dcoefs", 0);
+}
+
+Tensor OnednnCpuBackend::styles(const Tensor& ws) {
+  // dense_row of every layer's affine, as styles_phase (the torgb ones times style_gain)
+  const int64_t N = ws.dim(0);
+  const int R = cfg_.num_ws, D = cfg_.w_dim;
+  int64_t total = 0;
+  for (const Block& b : m_.blocks) total += (b.conv0 ? b.conv0->cin : 0) + b.conv1.cin + (b.torgb ? b.torgb->cin : 0);
+  Tensor out({N, total});
+  pool_.run(N, [&](int64_t n, int) {
+    float* s = out.data() + n * total;
+    for (const Block& b : m_.blocks) {
+      if (b.conv0) {
+        dense_row(b.conv0->affine, ws.data() + (n * R + b.conv0->plan->w_index) * D, s, ref::Activation::linear);
+        s += b.conv0->cin;
+      }
+      dense_row(b.conv1.affine, ws.data() + (n * R + b.conv1.plan->w_index) * D, s, ref::Activation::linear);
+      s += b.conv1.cin;
+      if (b.torgb) {
+        const cpu::TorgbLayer& t = *b.torgb;
+        dense_row(t.affine, ws.data() + (n * R + t.plan->w_index) * D, s, ref::Activation::linear);
+        if (t.style_gain != 1.0f)
+          for (int i = 0; i < t.cin; ++i) s[i] = s[i] * t.style_gain;
+        s += t.cin;
+      }
+    }
+  });
+  return out;
 }
 
 void OnednnCpuBackend::noise_phase(const NoiseSpec& noise) {

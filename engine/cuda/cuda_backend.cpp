@@ -21,6 +21,7 @@
 #include "engine/cuda/options.h"
 #include "engine/device_bench.h"
 #include "engine/slot_ring.h"
+#include "kernels/box_downscale.h"
 #include "kernels/ref/parallel.h"
 #include "kernels/to_uint8.h"
 #include "sg2/error.h"
@@ -380,12 +381,30 @@ class CudaBackend final : public Backend, public DeviceBench {
       DeviceGuard g(be_.index_);
       const int C = be_.cfg_.img_channels, R = be_.cfg_.img_resolution;
       per_image_ = size_t(C) * R * R;
+      const int f = std::max(1, out_.downscale);
+      per_u8_ = size_t(C) * (R / f) * (R / f);
+      // --size: the full-size uint8 images of a batch, downscaled into the slot (stream-ordered, so one for all slots)
+      if (out_.u8 && f > 1) full_u8_ = DeviceBuffer(size_t(batch) * per_image_, &be_.stats_);
       copy_stream_ = std::make_unique<Stream>();
+      if (out_.styles) {  // every layer's columns of the executor's padded styles, packed (sg2/styles.h order)
+        for (const BlockData& bd : be_.dev_->blocks()) {
+          if (bd.conv0) style_cols_.push_back({bd.conv0->s_col, style_dims_, bd.conv0->plan->in_channels});
+          if (bd.conv0) style_dims_ += bd.conv0->plan->in_channels;
+          style_cols_.push_back({bd.conv1.s_col, style_dims_, bd.conv1.plan->in_channels});
+          style_dims_ += bd.conv1.plan->in_channels;
+          if (bd.torgb) style_cols_.push_back({bd.torgb->s_col, style_dims_, bd.torgb->plan->in_channels});
+          if (bd.torgb) style_dims_ += bd.torgb->plan->in_channels;
+        }
+      }
       for (int i = 0; i < slots; ++i) {
         Slot sl;
+        if (out_.styles) {
+          sl.dev_styles = DeviceBuffer(size_t(batch) * style_dims_ * sizeof(float), &be_.stats_);
+          sl.host_styles = PinnedBuffer(size_t(batch) * style_dims_ * sizeof(float));
+        }
         if (out_.u8) {
-          sl.dev_u8 = DeviceBuffer(size_t(batch) * per_image_, &be_.stats_);
-          sl.host_u8 = PinnedBuffer(size_t(batch) * per_image_);
+          sl.dev_u8 = DeviceBuffer(size_t(batch) * per_u8_, &be_.stats_);
+          sl.host_u8 = PinnedBuffer(size_t(batch) * per_u8_);
         }
         if (out_.img) {
           sl.dev_img = DeviceBuffer(size_t(batch) * per_image_ * sizeof(float), &be_.stats_);
@@ -419,10 +438,23 @@ class CudaBackend final : public Backend, public DeviceBench {
           try {
             Executor& ex = be_.executor(k);
             const float* img = be_.synthesize_rows(ex, ws, noise, b, k, std::string());
-            if (out_.u8) images_to_uint8(img, k, C, R, R, sl.dev_u8.as<uint8_t>() + size_t(b) * per_image_, s);
+            if (out_.u8 && !full_u8_)
+              images_to_uint8(img, k, C, R, R, sl.dev_u8.as<uint8_t>() + size_t(b) * per_u8_, s);
+            if (out_.u8 && full_u8_) {
+              images_to_uint8(img, k, C, R, R, full_u8_.as<uint8_t>(), s);
+              box_downscale_u8(full_u8_.as<uint8_t>(), k, R, R, C, out_.downscale,
+                               sl.dev_u8.as<uint8_t>() + size_t(b) * per_u8_, s);
+            }
             if (out_.img)
               SG2_CUDA_CHECK(cudaMemcpyAsync(sl.dev_img.as<float>() + size_t(b) * per_image_, img,
                                              size_t(k) * per_image_ * sizeof(float), cudaMemcpyDeviceToDevice, s));
+            if (out_.styles) {
+              const size_t S = size_t(be_.dev_->s_cols()) * sizeof(float), P = size_t(style_dims_) * sizeof(float);
+              for (const StyleCols& c : style_cols_)
+                SG2_CUDA_CHECK(cudaMemcpy2DAsync(sl.dev_styles.as<float>() + size_t(b) * style_dims_ + c.dst, P,
+                                                 ex.styles() + c.src, S, size_t(c.dims) * sizeof(float), size_t(k),
+                                                 cudaMemcpyDeviceToDevice, s));
+            }
             b += k;
           } catch (const Error& e) {
             if (e.kind() != ErrorKind::out_of_memory) throw;
@@ -444,10 +476,13 @@ class CudaBackend final : public Backend, public DeviceBench {
         SG2_CUDA_CHECK(cudaStreamWaitEvent(cs, sl.computed.get(), 0));
         if (out_.u8)
           SG2_CUDA_CHECK(
-              cudaMemcpyAsync(sl.host_u8.get(), sl.dev_u8.get(), size_t(n) * per_image_, cudaMemcpyDeviceToHost, cs));
+              cudaMemcpyAsync(sl.host_u8.get(), sl.dev_u8.get(), size_t(n) * per_u8_, cudaMemcpyDeviceToHost, cs));
         if (out_.img)
           SG2_CUDA_CHECK(cudaMemcpyAsync(sl.host_img.get(), sl.dev_img.get(), size_t(n) * per_image_ * sizeof(float),
                                          cudaMemcpyDeviceToHost, cs));
+        if (out_.styles)
+          SG2_CUDA_CHECK(cudaMemcpyAsync(sl.host_styles.get(), sl.dev_styles.get(),
+                                         size_t(n) * style_dims_ * sizeof(float), cudaMemcpyDeviceToHost, cs));
         sl.copied.record(cs);
         return id;
       } catch (...) {
@@ -466,6 +501,7 @@ class CudaBackend final : public Backend, public DeviceBench {
       v.count = sl.count;
       v.u8 = out_.u8 ? static_cast<const uint8_t*>(sl.host_u8.get()) : nullptr;
       v.img = out_.img ? static_cast<const float*>(sl.host_img.get()) : nullptr;
+      v.styles = out_.styles ? static_cast<const float*>(sl.host_styles.get()) : nullptr;
       return v;
     }
 
@@ -476,14 +512,22 @@ class CudaBackend final : public Backend, public DeviceBench {
    private:
     struct Slot {
       int count = 0;
-      DeviceBuffer dev_u8, dev_img;
-      PinnedBuffer host_u8, host_img;
+      DeviceBuffer dev_u8, dev_img, dev_styles;
+      PinnedBuffer host_u8, host_img, host_styles;
       Event computed, copied;
     };
+    struct StyleCols {
+      int src;   // first column in the executor's styles
+      int dst;   // first column in an image's packed styles
+      int dims;  // the layer's width
+    };
+    std::vector<StyleCols> style_cols_;
+    int style_dims_ = 0;
     CudaBackend& be_;
     int batch_;
     PipeOutputs out_;
-    size_t per_image_ = 0;
+    size_t per_image_ = 0, per_u8_ = 0;  // floats / uint8 bytes of one image (uint8: after --size)
+    DeviceBuffer full_u8_;
     SlotRing ring_;
     std::unique_ptr<Stream> copy_stream_;
     std::vector<Slot> slots_;

@@ -45,6 +45,8 @@ class Executor {
   int batch() const { return N_; }
   float* ws() const { return ws_.as<float>(); }  ///< [N, num_ws, w_dim] input
   float* noise_maps();                           ///< [N, noise floats per sample]
+  /// [N, s_cols] fp32: the last run's styles (columns per layer: DeviceModel's s_col, padded).
+  const float* styles() const { return styles_.as<float>(); }
   MappingBuffers& mapping() { return mapping_; }
 
   /// ws -> images; returns the device image [N, img_channels, R, R] fp32. Graph replay.

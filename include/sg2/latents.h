@@ -3,7 +3,9 @@
 //
 // Accepted files, recognised by their content (never the name):
 //  * .npy                a float array (numpy.save);
-//  * .npz (numpy.savez)  its array 'w' (NVIDIA projector.py's projected_w.npz), or its only array;
+//  * .npz (numpy.savez or numpy.savez_compressed)  its array 'w' (NVIDIA projector.py's
+//                        projected_w.npz, sg2 generate --save-latents), or its only array; only that
+//                        member is read, its size checked against the memory available first;
 //  * torch.save (zip or legacy format) or a plain pickle, read by sg2's safe pickle reader (tensors
 //    and numpy arrays only, nothing is ever called), holding
 //      - one tensor: e4e / pSp / StyleCLIP `torch.save(latents, 'latents.pt')`, [N, num_ws, w_dim];
@@ -42,8 +44,9 @@ struct Latents {
 
 /// Reads the latents file `path` (see above). Throws Error(io) when it cannot be read,
 /// Error(bad_file) naming the file for a broken file, contents that are not latents (saying what
-/// is accepted), a non-float array, NaN or infinite values; Error(unsupported) for a compressed
-/// .npz (numpy.savez_compressed).
+/// is accepted), a non-float array, NaN or infinite values, a corrupt compressed member;
+/// Error(out_of_memory) for an .npz array larger than the memory available; Error(unsupported)
+/// for an .npz member neither stored nor DEFLATE-compressed.
 Latents read_latents(const std::string& path);
 
 /// The same from the bytes of a file in memory; `what` names it in messages.

@@ -20,5 +20,6 @@
 #include "sg2/npy.h"
 #include "sg2/random_model.h"
 #include "sg2/random_state.h"
+#include "sg2/styles.h"
 #include "sg2/tensor.h"
 #include "sg2/text.h"

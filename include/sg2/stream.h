@@ -49,10 +49,16 @@ struct ImageJob {
 
 /// What each finished image carries, and how the work is cut.
 struct StreamOptions {
-  int batch = 0;              ///< images per generator call; 0 = each generator's max_batch()
-  bool uint8 = true;          ///< StreamImage::u8
-  bool float32 = false;       ///< StreamImage::img
-  bool ws = false;            ///< StreamImage::ws
+  int batch = 0;         ///< images per generator call; 0 = each generator's max_batch()
+  bool uint8 = true;     ///< StreamImage::u8
+  bool float32 = false;  ///< StreamImage::img
+  bool ws = false;       ///< StreamImage::ws
+  bool z = false;        ///< StreamImage::z (seed jobs)
+  bool styles = false;   ///< StreamImage::styles
+  /// StreamImage::u8 downscaled by this integer factor (>= 1, a divisor of the resolution) with a
+  /// box filter, on the device for a GPU (kernels/ref/box_downscale.h says how it rounds); the
+  /// float32 images stay full size.
+  int downscale = 1;
   int batches_in_flight = 3;  ///< host slots per generator (>= 2): bounds host memory
 };
 
@@ -60,12 +66,14 @@ struct StreamOptions {
 /// encode on another thread), keep a copy of `hold`: the batch's memory is reused only when every
 /// copy is gone. Every copy must be gone before the generators are destroyed.
 struct StreamImage {
-  int64_t index = 0;  ///< position in the job (0-based)
-  uint64_t key = 0;   ///< its seed, or its ws row (ImageJob::ws_first_row + index)
-  int width = 0, height = 0, channels = 0;
-  const uint8_t* u8 = nullptr;  ///< [height, width, channels] uint8, or null
-  const float* img = nullptr;   ///< [channels, height, width] float32 (nominally [-1, 1]), or null
-  const float* ws = nullptr;    ///< [num_ws, w_dim] float32 (after truncation and edits), or null
+  int64_t index = 0;                        ///< position in the job (0-based)
+  uint64_t key = 0;                         ///< its seed, or its ws row (ImageJob::ws_first_row + index)
+  int width = 0, height = 0, channels = 0;  ///< of u8 (after StreamOptions::downscale)
+  const uint8_t* u8 = nullptr;              ///< [height, width, channels] uint8, or null
+  const float* img = nullptr;     ///< [channels, R, R] float32 at the model's resolution R (nominally [-1, 1]), or null
+  const float* ws = nullptr;      ///< [num_ws, w_dim] float32 (after truncation and edits), or null
+  const float* z = nullptr;       ///< [z_dim] float32, the seed's numpy z (seed jobs), or null
+  const float* styles = nullptr;  ///< [style_dims] float32, the layers' styles (sg2/styles.h), or null
   std::shared_ptr<const void> hold;
   /// The uint8 image as an Image8 (a copy). Throws Error(invalid_argument) when u8 is null.
   Image8 image8() const;

@@ -45,8 +45,9 @@ std::string whole(const std::vector<uint8_t>& p, int w, int h, int c, int qualit
 std::vector<uint8_t> decode(const std::string& f, int w, int h, int c) {
   tjhandle d = tjInitDecompress();
   std::vector<uint8_t> out(size_t(w) * size_t(h) * size_t(c));
-  const int rc = tjDecompress2(d, reinterpret_cast<const unsigned char*>(f.data()), static_cast<unsigned long>(f.size()),
-                               out.data(), w, 0, h, c == 1 ? TJPF_GRAY : TJPF_RGB, 0);
+  const int rc =
+      tjDecompress2(d, reinterpret_cast<const unsigned char*>(f.data()), static_cast<unsigned long>(f.size()),
+                    out.data(), w, 0, h, c == 1 ? TJPF_GRAY : TJPF_RGB, 0);
   const std::string why = rc != 0 ? tjGetErrorStr2(d) : "";
   tjDestroy(d);
   EXPECT_EQ(rc, 0) << why;
