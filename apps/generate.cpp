@@ -186,6 +186,8 @@ int run_generate(int argc, char** argv) {
 
   // --- model, generators and the job -----------------------------------------------------------
   const Model model = load_network(args, "generate");
+  // No --device: a non-square network runs on the CPU (the CUDA backend refuses it).
+  if (!has(args, "device") && !shard.gpu && !model.config.square()) devices = {Device{}};
   std::vector<Generator> gens;
   for (const Device& d : devices) {
     GeneratorOptions o = gen_options;
@@ -252,12 +254,10 @@ int run_generate(int argc, char** argv) {
   // before any image is made.
   std::optional<GridPngWriter> grid_png;
   if (grid) {
-    check_png_size(int64_t(grid->cols) * cfg.img_resolution, int64_t(grid->rows) * cfg.img_resolution, cfg.img_channels,
-                   PngWrite::streamed,
-                   detail::concat("--grid ", grid->cols, "x", grid->rows, " of ", cfg.img_resolution, "x",
-                                  cfg.img_resolution, " images"));
-    grid_png.emplace(out.file("grid.png"), grid->cols, grid->rows, cfg.img_resolution, cfg.img_resolution,
-                     cfg.img_channels);
+    check_png_size(
+        int64_t(grid->cols) * cfg.width(), int64_t(grid->rows) * cfg.height(), cfg.img_channels, PngWrite::streamed,
+        detail::concat("--grid ", grid->cols, "x", grid->rows, " of ", cfg.width(), "x", cfg.height(), " images"));
+    grid_png.emplace(out.file("grid.png"), grid->cols, grid->rows, cfg.width(), cfg.height(), cfg.img_channels);
   }
 
   // --- the pipeline: generators -> sink (this thread) -> encoder pool (image_writer.h) -------
@@ -316,10 +316,10 @@ int run_generate(int argc, char** argv) {
   if (!quiet) {
     std::string where;
     for (size_t i = 0; i < gens.size(); ++i) where += (i ? "," : "") + gens[i].device().str();
-    std::cout << "sg2 generate: " << total << (total == 1 ? " image" : " images") << " (" << cfg.img_resolution << "x"
-              << cfg.img_resolution << ", " << cfg.img_channels << (cfg.img_channels == 1 ? " channel" : " channels")
-              << ", " << where << ") in " << shown(zip ? zip->path() : out.path()) << (grid ? " + grid.png" : "")
-              << ", " << duration_text(progress.elapsed_s());
+    std::cout << "sg2 generate: " << total << (total == 1 ? " image" : " images") << " (" << cfg.width() << "x"
+              << cfg.height() << ", " << cfg.img_channels << (cfg.img_channels == 1 ? " channel" : " channels") << ", "
+              << where << ") in " << shown(zip ? zip->path() : out.path()) << (grid ? " + grid.png" : "") << ", "
+              << duration_text(progress.elapsed_s());
     if (progress.elapsed_s() > 0)
       std::cout << " (" << static_cast<int64_t>(total / progress.elapsed_s() + 0.5) << " img/s)";
     std::cout << "\n";

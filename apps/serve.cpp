@@ -45,6 +45,7 @@ struct ServeConfig {
   std::string network;  ///< the file's name, for /v1/model
   GeneratorOptions gen_options;
   std::vector<Device> devices;
+  bool device_given = false;  ///< --device given (else a non-square network runs on the CPU)
   serve::HttpOptions http;
   serve::BatcherOptions batch;
   int max_batch_option = 0;  ///< --max-batch, 0 when not given (the backend's default then)
@@ -105,7 +106,8 @@ std::optional<ServeConfig> serve_config(int argc, char** argv) {
   c.quiet = has(args, "quiet");
   c.http.access_log = !c.quiet;
   c.gen_options = generator_options(args, /*device_lists=*/true);
-  c.devices = has(args, "device") ? parse_devices(get(args, "device")) : std::vector<Device>{Device::best_available()};
+  c.device_given = has(args, "device");
+  c.devices = c.device_given ? parse_devices(get(args, "device")) : std::vector<Device>{Device::best_available()};
   if (const char* f = std::getenv("SG2_SERVE_FAULT_EVERY"))  // fault injection for tests and alerting checks
     c.batch.fault_every = static_cast<int>(parse_int("SG2_SERVE_FAULT_EVERY (environment)", f, 1, 1 << 30));
   const std::string path = network_path(args);
@@ -116,7 +118,9 @@ std::optional<ServeConfig> serve_config(int argc, char** argv) {
 
 std::string model_json(const ModelConfig& cfg, const ServeConfig& c, int max_batch) {
   nlohmann::json j;
-  j["resolution"] = cfg.img_resolution;
+  j["resolution"] = cfg.img_resolution;  // the larger side (block names); width / height: the image
+  j["width"] = cfg.width();
+  j["height"] = cfg.height();
   j["channels"] = cfg.img_channels;
   j["num_ws"] = cfg.num_ws;
   j["c_dim"] = cfg.c_dim;
@@ -279,6 +283,8 @@ int run_serve(int argc, char** argv) {
   if (!c.gen_options.batch_invariant)
     say("serve", "warning",
         "--batch-invariance off: an answer may differ in its last bits from the same request made alone");
+  // No --device: a non-square network runs on the CPU (the CUDA backend refuses it).
+  if (!c.model.config.square() && !c.device_given) c.devices = {Device{}};
   std::vector<Generator> gens;
   for (const Device& d : c.devices) {
     GeneratorOptions o = c.gen_options;
@@ -347,7 +353,7 @@ int run_serve(int argc, char** argv) {
     std::string where;
     for (const Generator& g : gens) where += (where.empty() ? "" : ",") + g.device().str();
     std::fprintf(stderr, "sg2 serve: %s (%dx%d, %d %s, %s, %s), max batch %d, queue %d\n",
-                 printable(c.network, 80).c_str(), cfg.img_resolution, cfg.img_resolution, cfg.img_channels,
+                 printable(c.network, 80).c_str(), cfg.width(), cfg.height(), cfg.img_channels,
                  cfg.img_channels == 1 ? "channel" : "channels", where.c_str(), to_string(c.gen_options.precision),
                  max_batch, c.batch.max_queue);
   }

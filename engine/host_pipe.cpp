@@ -29,8 +29,7 @@ class HostPipe final : public BatchPipe {
       Tensor img = backend_.synthesize(ws, noise, std::string());
       require_finite_images(img, -1, out_.nonfinite_source);
       s.count = n;
-      const int C = cfg_.img_channels, R = cfg_.img_resolution;
-      const size_t per = size_t(C) * R * R;
+      const size_t per = size_t(cfg_.img_channels) * cfg_.height() * cfg_.width();
       if (out_.u8) {
         s.u8.resize(size_t(n) * per);
         for (int i = 0; i < n; ++i) {

@@ -108,9 +108,9 @@ StreamStats generate_stream(const std::vector<Generator*>& gens, const ImageJob&
   }
   batch = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(batch, std::max<int64_t>(total, 1))));
   const int64_t batches = (total + batch - 1) / batch;
-  const int R = cfg.img_resolution, C = cfg.img_channels;
+  const int H = cfg.height(), W = cfg.width(), C = cfg.img_channels;
   const size_t row = size_t(cfg.num_ws) * cfg.w_dim;
-  const size_t per_image = size_t(C) * R * R;
+  const size_t per_image = size_t(C) * H * W;
   const Tensor label = cfg.c_dim > 0 && !from_ws ? one_hot({job.class_idx}, cfg.c_dim) : Tensor();
 
   // Shared between the workers and the caller's thread.
@@ -261,7 +261,8 @@ StreamStats generate_stream(const std::vector<Generator*>& gens, const ImageJob&
         StreamImage im;
         im.index = b * batch + i;
         im.key = from_ws ? static_cast<uint64_t>(job.ws_first_row + im.index) : job.seeds[size_t(im.index)];
-        im.width = im.height = R;
+        im.width = W;
+        im.height = H;
         im.channels = C;
         im.u8 = f.view.u8 ? f.view.u8 + size_t(i) * per_image : nullptr;
         im.img = f.view.img ? f.view.img + size_t(i) * per_image : nullptr;

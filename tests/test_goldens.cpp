@@ -114,7 +114,10 @@ std::vector<Case> nvlabs_cases() {
           {"ada_resnet32_rgba_cond", "tests/data/official_extra/ada_resnet32_rgba_cond"},
           {"ada_orig32_gray", "tests/data/official_extra/ada_orig32_gray"},
           {"sg3_resnet64", "tests/data/official_extra/sg3_resnet64"},
-          {"sg3_skip16_filter", "tests/data/official_extra/sg3_skip16_filter"}};
+          {"sg3_skip16_filter", "tests/data/official_extra/sg3_skip16_filter"},
+          // non-square: StyleGAN-Human's own code (tests/data/nonsquare/make_stylegan_human.py)
+          {"human_skip32x16", "tests/data/nonsquare/human_skip32x16"},
+          {"human_resnet16x8", "tests/data/nonsquare/human_resnet16x8"}};
 }
 
 class NvlabsGoldens : public ::testing::TestWithParam<Case> {};

@@ -516,7 +516,22 @@ class CudaBackend final : public Backend, public DeviceBench {
 
 }  // namespace
 
+namespace {
+/// The CUDA executor, its recipes and its kernels (tc_conv's tiles, tc_tconv's halo boxes, the
+/// fused conv, the epilogues' shared tables) take one side per feature map; until each is
+/// generalised and tested on a GPU, a non-square network is refused here, before anything is
+/// allocated, and runs on the CPU backend.
+void refuse_non_square(const ModelConfig& c) {
+  if (c.square()) return;
+  fail_hint(ErrorKind::unsupported, "use --device cpu (the CPU backend runs non-square networks)",
+            "non-square network (", c.width(), "x", c.height(),
+            "): the CUDA backend's convolution kernels assume square feature maps (height == width) and do not run "
+            "it yet");
+}
+}  // namespace
+
 std::unique_ptr<Backend> make_cuda_backend(const Model& model, int index, Precision precision, bool batch_invariant) {
+  refuse_non_square(model.config);
   cuda::CudaOptions o;
   o.batch_invariant = batch_invariant;
   return std::make_unique<CudaBackend>(model, index, precision, o);
@@ -524,6 +539,7 @@ std::unique_ptr<Backend> make_cuda_backend(const Model& model, int index, Precis
 
 std::unique_ptr<Backend> cuda::make_cuda_backend(const Model& model, int index, Precision precision,
                                                  const CudaOptions& options) {
+  refuse_non_square(model.config);
   return std::make_unique<CudaBackend>(model, index, precision, options);
 }
 
