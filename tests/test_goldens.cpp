@@ -1,7 +1,8 @@
 // Converted checkpoints on the CPU backend vs the official goldens.
 //
 // Every case of tests/data/fixtures (official code on CPU, float32; see its README),
-// tests/data/official_extra (resnet, orig, RGBA, gray, cutoff, asymmetric filter) and
+// tests/data/official_extra (resnet, orig, RGBA, gray, cutoff, asymmetric filter), tests/data/nonsquare
+// (StyleGAN-Human's non-square networks, made by its own code) and
 // models/digits32 is converted from its checkpoint with sg2::convert_checkpoint, run with
 // sg2::Generator on the CPU (the default oneDNN path; digits32 also on the reference ops of
 // kernels/ref, the oracle test_cpu_backend.cpp compares the oneDNN path with), and compared with every golden its
