@@ -186,8 +186,6 @@ int run_generate(int argc, char** argv) {
 
   // --- model, generators and the job -----------------------------------------------------------
   const Model model = load_network(args, "generate");
-  // No --device: a non-square network runs on the CPU (the CUDA backend refuses it).
-  if (!has(args, "device") && !shard.gpu && !model.config.square()) devices = {Device{}};
   std::vector<Generator> gens;
   for (const Device& d : devices) {
     GeneratorOptions o = gen_options;

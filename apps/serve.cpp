@@ -45,7 +45,6 @@ struct ServeConfig {
   std::string network;  ///< the file's name, for /v1/model
   GeneratorOptions gen_options;
   std::vector<Device> devices;
-  bool device_given = false;  ///< --device given (else a non-square network runs on the CPU)
   serve::HttpOptions http;
   serve::BatcherOptions batch;
   int max_batch_option = 0;  ///< --max-batch, 0 when not given (the backend's default then)
@@ -106,8 +105,7 @@ std::optional<ServeConfig> serve_config(int argc, char** argv) {
   c.quiet = has(args, "quiet");
   c.http.access_log = !c.quiet;
   c.gen_options = generator_options(args, /*device_lists=*/true);
-  c.device_given = has(args, "device");
-  c.devices = c.device_given ? parse_devices(get(args, "device")) : std::vector<Device>{Device::best_available()};
+  c.devices = has(args, "device") ? parse_devices(get(args, "device")) : std::vector<Device>{Device::best_available()};
   if (const char* f = std::getenv("SG2_SERVE_FAULT_EVERY"))  // fault injection for tests and alerting checks
     c.batch.fault_every = static_cast<int>(parse_int("SG2_SERVE_FAULT_EVERY (environment)", f, 1, 1 << 30));
   const std::string path = network_path(args);
@@ -283,8 +281,6 @@ int run_serve(int argc, char** argv) {
   if (!c.gen_options.batch_invariant)
     say("serve", "warning",
         "--batch-invariance off: an answer may differ in its last bits from the same request made alone");
-  // No --device: a non-square network runs on the CPU (the CUDA backend refuses it).
-  if (!c.model.config.square() && !c.device_given) c.devices = {Device{}};
   std::vector<Generator> gens;
   for (const Device& d : c.devices) {
     GeneratorOptions o = c.gen_options;

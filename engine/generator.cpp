@@ -162,10 +162,7 @@ Generator::Generator(Model model, GeneratorOptions options) : impl_(std::make_un
   check_model(model, "model");
   impl_->model = std::move(model);
   impl_->options = options;
-  // No device asked for: a non-square network runs on the CPU (the CUDA backend refuses it).
-  impl_->device = options.device                 ? *options.device
-                  : impl_->model.config.square() ? Device::best_available()
-                                                 : Device{Device::Kind::cpu, 0};
+  impl_->device = options.device ? *options.device : Device::best_available();
   if (impl_->device.kind == Device::Kind::cpu) {
     impl_->backend = make_cpu_backend(impl_->model, options.precision, options.threads, options.reference_cpu);
   } else {

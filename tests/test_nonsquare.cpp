@@ -1,8 +1,8 @@
 // Non-square networks (StyleGAN-Human's 1024x512 and the like; issue 25 item 4): the config's
 // image height and width, the model file's format_version 2, the StyleGAN-Human pickle built
-// with its own code (tests/data/nonsquare; its goldens are checked in test_goldens.cpp), every
-// command's outputs at the network's aspect ratio, and the bad inputs (inconsistent noise or
-// const shapes, the CUDA backend's refusal).
+// with its own code (tests/data/nonsquare; its goldens are checked in test_goldens.cpp), the
+// oneDNN path against the reference ops, every command's outputs at the network's aspect ratio,
+// and the bad inputs (inconsistent noise or const shapes). The GPU: tests/gpu/test_gpu_nonsquare.cpp.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -189,20 +189,6 @@ TEST(NonSquare, CpuExecutorMatchesTheReferenceOps) {
     }
 }
 
-TEST(NonSquare, CudaBackendRefusesSayingWhy) {
-  GeneratorOptions o;
-  o.device = Device{Device::Kind::cuda, 0};
-  const std::string e = error_of([&] { Generator g(random_model(16, 8), o); });
-  // This build may lack CUDA; with it, the refusal comes before any device work.
-  const bool cuda_built = e.find("without CUDA") == std::string::npos && e.find("not built") == std::string::npos;
-  if (cuda_built) {
-    EXPECT_NE(e.find("non-square network (8x16)"), std::string::npos) << e;
-  }
-  // No device asked for: the CPU runs it.
-  Generator g(random_model(16, 8), GeneratorOptions{});
-  EXPECT_EQ(g.device().kind, Device::Kind::cpu);
-}
-
 TEST(NonSquare, EveryShapeRunsWithEveryNoiseMode) {
   for (auto [h, w] : {std::pair<int, int>{16, 8}, {16, 4}, {8, 16}, {4, 16}})
     for (Architecture a : {Architecture::skip, Architecture::resnet, Architecture::orig}) {
@@ -245,8 +231,9 @@ TEST(NonSquareCli, EveryCommandWritesTheAspectRatio) {
   const json ij = json::parse(r.out);
   EXPECT_EQ(ij["img_height"], 32);
   EXPECT_EQ(ij["img_width"], 16);
-  // generate: PNGs, npy, a grid, a dataset zip; no --device: the CPU
-  r = run_cli({"generate", "--network", model, "--seeds", "0-3", "--grid", "2x2", "--outdir", dir + "/g"});
+  // generate: PNGs, npy, a grid, a dataset zip
+  r = run_cli(
+      {"generate", "--network", model, "--device", "cpu", "--seeds", "0-3", "--grid", "2x2", "--outdir", dir + "/g"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("(16x32, 3 channels, cpu)"), std::string::npos) << r.out;
   Image8 im = read_png(dir + "/g/seed0000.png");
@@ -292,8 +279,4 @@ TEST(NonSquareCli, EveryCommandWritesTheAspectRatio) {
   // bench on the CPU
   r = run_cli({"bench", "--network", model, "--device", "cpu", "--batch", "1", "--iters", "1", "--warmup", "0", "-q"});
   EXPECT_EQ(r.status, 0) << r.err;
-  // --device cuda: refused, saying non-square (or that there is no GPU / CUDA here), nothing written
-  r = run_cli({"generate", "--network", model, "--device", "cuda", "--seeds", "0", "--outdir", dir + "/c"});
-  EXPECT_NE(r.status, 0);
-  EXPECT_FALSE(file_exists(dir + "/c/seed0000.png"));
 }
