@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "readers/family_common.h"
+#include "readers/zip_reader.h"
 #include "sg2/convert.h"
 #include "sg2/error.h"
 #include "sg2/generator.h"
@@ -256,7 +257,21 @@ TEST(NonSquareCli, EveryCommandWritesTheAspectRatio) {
   EXPECT_EQ(read_npy(dir + "/u/seed0000.npy").shape, (std::vector<int64_t>{1, 32, 16, 3}));
   r = run_cli({"generate", "--network", model, "--device", "cpu", "--seeds", "0-2", "--outdir", dir + "/d.zip"});
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_TRUE(file_exists(dir + "/d.zip"));
+  {  // the archive's PNGs (stored entries) are 16 wide, 32 high: their IHDR
+    const std::string zb = slurp(dir + "/d.zip");
+    readers::ZipArchive zip(reinterpret_cast<const uint8_t*>(zb.data()), zb.size(), "d.zip");
+    const readers::ZipEntry* e = zip.find("00000/img00000002.png");
+    ASSERT_NE(e, nullptr);
+    const std::string_view png = zip.data(*e);
+    ASSERT_GT(png.size(), 24u);
+    auto be32 = [&](size_t o) {
+      return uint32_t(uint8_t(png[o])) << 24 | uint32_t(uint8_t(png[o + 1])) << 16 |
+             uint32_t(uint8_t(png[o + 2])) << 8 | uint32_t(uint8_t(png[o + 3]));
+    };
+    EXPECT_EQ(be32(16), 16u);
+    EXPECT_EQ(be32(20), 32u);
+    EXPECT_NE(zip.find("dataset.json"), nullptr);
+  }
   // mix: cells and grid at the aspect ratio
   r = run_cli({"mix", "--network", model, "--device", "cpu", "--rows", "1", "--cols", "2,3", "--outdir", dir + "/m"});
   ASSERT_EQ(r.status, 0) << r.err;
