@@ -165,6 +165,17 @@ sg2_status sg2_generator_info(const sg2_generator* generator, sg2_model_info* ou
   });
 }
 
+sg2_status sg2_generator_image_size(const sg2_generator* generator, int* height, int* width) {
+  return guarded([&] {
+    need(generator, "generator");
+    need(height, "height");
+    need(width, "width");
+    const sg2::ModelConfig& c = generator->gen.config();
+    *height = c.height();
+    *width = c.width();
+  });
+}
+
 sg2_status sg2_map(sg2_generator* generator, const float* z, const float* c, int64_t n, float psi, int cutoff,
                    float* ws_out) {
   return guarded([&] {
@@ -203,7 +214,7 @@ sg2_status sg2_synthesize(sg2_generator* generator, const float* ws, int64_t n, 
     noise.mode = noise_of(noise_mode);  // checked before the caller's arrays are read
     noise.seed = noise_seed;
     const int64_t wn = elements(n, int64_t(cfg.num_ws) * cfg.w_dim, "ws");
-    elements(n, int64_t(cfg.img_channels) * cfg.img_resolution * cfg.img_resolution, "img_out");
+    elements(n, int64_t(cfg.img_channels) * cfg.height() * cfg.width(), "img_out");
     const Busy busy(*generator);
     sg2::Tensor wt({n, cfg.num_ws, cfg.w_dim}, std::vector<float>(ws, ws + wn));
     if (keys != nullptr && noise.mode == sg2::NoiseMode::random) noise.keys.assign(keys, keys + n);
@@ -228,7 +239,7 @@ sg2_status sg2_generate_seeds(sg2_generator* generator, const uint32_t* seeds, i
     if (!std::isfinite(psi)) sg2::fail(sg2::ErrorKind::invalid_argument, "truncation psi must be finite, got ", psi);
     sg2::NoiseSpec noise;
     noise.mode = noise_of(noise_mode);
-    elements(n, int64_t(cfg.img_channels) * cfg.img_resolution * cfg.img_resolution, "img_out");
+    elements(n, int64_t(cfg.img_channels) * cfg.height() * cfg.width(), "img_out");
     const Busy busy(*generator);
     std::vector<uint32_t> s(seeds, seeds + n);
     sg2::Tensor c;

@@ -275,7 +275,7 @@ int chunk_size(Generator& gen, const Args& args, int64_t images, int workers) {
   const BatchPlan p = gen.plan_batch(images, o.max_batch, workers);
   if (p.fits) return p.batch;
   const ModelConfig& cfg = gen.config();
-  const std::string size = std::to_string(cfg.img_resolution) + "x" + std::to_string(cfg.img_resolution);
+  const std::string size = std::to_string(cfg.width()) + "x" + std::to_string(cfg.height());
   const int64_t per = p.bytes_per_image * std::max(1, workers);
   // Quote the value the user gave; when it exceeds the run, say that the run's images are the batch.
   const std::string held =

@@ -132,7 +132,7 @@ int run_convert(int argc, char** argv) {
     const sg2::ModelConfig& c = res.model.config;
     using sg2::cli::shown;
     std::cout << "converted " << shown(in) << " (" << shown(res.report.family) << ", " << shown(res.report.generator)
-              << ", " << c.img_resolution << "x" << c.img_resolution << "x" << c.img_channels << ", "
+              << ", " << c.width() << "x" << c.height() << "x" << c.img_channels << ", "
               << sg2::parameter_count(res.model) << " parameters) -> " << shown(out)
               << (res.report.w_avg_supplied ? ", w_avg from " + shown(args.get("w-avg")) : std::string()) << "\n";
   }

@@ -162,7 +162,7 @@ int run_generate(int argc, char** argv) {
     fail(ErrorKind::invalid_argument, "--save-latents ", shown(latents_path),
          ": the archive's name must end in .npz (numpy.load reads it by its content, numpy.savez names it so)");
   if (has(args, "size")) {
-    size_factor(get(args, "size"), 0);  // the syntax now, the divisor once the model is loaded
+    size_factor(get(args, "size"), 0, 0);  // the syntax now, the divisor once the model is loaded
     if (fmt == OutputFormat::npy || fmt == OutputFormat::both)
       fail(ErrorKind::invalid_argument, "--size downscales the uint8 images: use --format png or u8npy, not ",
            get(args, "format"));
@@ -282,9 +282,9 @@ int run_generate(int argc, char** argv) {
   so.uint8 = fmt != OutputFormat::npy || grid.has_value();
   so.float32 = fmt == OutputFormat::npy || fmt == OutputFormat::both;
   so.ws = save_ws;
-  if (has(args, "size")) so.downscale = size_factor(get(args, "size"), cfg.img_resolution);
-  const int out_res = cfg.img_resolution / so.downscale;  // the images' size as written
-  std::optional<LatentArchive> latents;                   // NAME.npz.tmp.PID until finished; removed on any failure
+  if (has(args, "size")) so.downscale = size_factor(get(args, "size"), cfg.width(), cfg.height());
+  const int out_w = cfg.width() / so.downscale, out_h = cfg.height() / so.downscale;  // the images as written
+  std::optional<LatentArchive> latents;  // NAME.npz.tmp.PID until finished; removed on any failure
   if (!latents_path.empty()) {
     latents.emplace(latents_path, cfg, total, !from_ws, job.class_idx, save_styles);
     latents->request(so);
@@ -295,9 +295,9 @@ int run_generate(int argc, char** argv) {
   // before any image is made.
   std::optional<GridPngWriter> grid_png;
   if (grid) {
-    check_png_size(int64_t(grid->cols) * out_res, int64_t(grid->rows) * out_res, cfg.img_channels, PngWrite::streamed,
-                   detail::concat("--grid ", grid->cols, "x", grid->rows, " of ", out_res, "x", out_res, " images"));
-    grid_png.emplace(out.file("grid.png"), grid->cols, grid->rows, out_res, out_res, cfg.img_channels);
+    check_png_size(int64_t(grid->cols) * out_w, int64_t(grid->rows) * out_h, cfg.img_channels, PngWrite::streamed,
+                   detail::concat("--grid ", grid->cols, "x", grid->rows, " of ", out_w, "x", out_h, " images"));
+    grid_png.emplace(out.file("grid.png"), grid->cols, grid->rows, out_w, out_h, cfg.img_channels);
   }
 
   // --- the pipeline: generators -> sink (this thread) -> encoder pool (image_writer.h) -------
@@ -367,7 +367,7 @@ int run_generate(int argc, char** argv) {
   if (!quiet) {
     std::string where;
     for (size_t i = 0; i < gens.size(); ++i) where += (i ? "," : "") + gens[i].device().str();
-    std::cout << "sg2 generate: " << total << (total == 1 ? " image" : " images") << " (" << out_res << "x" << out_res
+    std::cout << "sg2 generate: " << total << (total == 1 ? " image" : " images") << " (" << out_w << "x" << out_h
               << ", " << cfg.img_channels << (cfg.img_channels == 1 ? " channel" : " channels") << ", " << where
               << ") in " << shown(zip ? zip->path() : out.path()) << (grid ? " + grid.png" : "")
               << (latents ? " + latents " + shown(latents->path()) : "") << ", " << duration_text(progress.elapsed_s());

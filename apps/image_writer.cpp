@@ -61,7 +61,7 @@ WriteStats write_images(const std::vector<Generator*>& gens, const ImageJob& job
   std::unique_ptr<OrderedZip> zip;
   if (out.zip) zip = std::make_unique<OrderedZip>(*out.zip, out.zip_first);
   const ModelConfig& cfg = gens.at(0)->config();
-  const int R = cfg.img_resolution, C = cfg.img_channels;
+  const int H = cfg.height(), W = cfg.width(), C = cfg.img_channels;
   const size_t ws_floats = size_t(cfg.num_ws) * cfg.w_dim;
   const OutputFormat fmt = out.format;
   auto write = [&](const std::string& path, const std::vector<uint8_t>& data) {
@@ -100,9 +100,9 @@ WriteStats write_images(const std::vector<Generator*>& gens, const ImageJob& job
         if (fmt == OutputFormat::npy || fmt == OutputFormat::both) {
           const Clock::time_point t = Clock::now();
           write_npy(out.dir->file(stem + ".npy"),
-                    Tensor({1, C, R, R}, std::vector<float>(im.img, im.img + size_t(C) * R * R)));
+                    Tensor({1, C, H, W}, std::vector<float>(im.img, im.img + size_t(C) * H * W)));
           write_s.add(since(t));
-          bytes.fetch_add(int64_t(R) * R * C * 4 + 128);
+          bytes.fetch_add(int64_t(H) * W * C * 4 + 128);
           files.fetch_add(1);
         }
         if (out.save_ws) {

@@ -263,13 +263,15 @@ int run_interpolate(int argc, char** argv) {
       const int tmp_handle = register_temporary_file(tmp);  // an interrupt removes ffmpeg's half video
       std::string log;
       // Scale up small images (nearest neighbour) so players show them; even sizes for yuv420p.
-      const int side = cfg.img_resolution < 256 ? 256 / cfg.img_resolution * cfg.img_resolution : cfg.img_resolution;
+      // (Non-square: both sides by the same factor, from the larger side; each stays even.)
+      const int scale = cfg.img_resolution < 256 ? 256 / cfg.img_resolution : 1;
       // ffmpeg reads paths as URLs and patterns: absolute, with the file: protocol, '%' escaped,
       // so folder names like "-y", "pipe:1" or "100%d" stay plain paths. -frames:v: exactly this
       // run's frames, also when older frame files with higher numbers are in the folder.
       const int rc = run_process({ffmpeg, "-y", "-loglevel", "error", "-framerate", std::to_string(fps), "-i",
                                   ffmpeg_path(out.file("%%%FRAME%%%")), "-frames:v", std::to_string(total), "-vf",
-                                  "scale=" + std::to_string(side) + ":" + std::to_string(side) + ":flags=neighbor",
+                                  "scale=" + std::to_string(scale * cfg.width()) + ":" +
+                                      std::to_string(scale * cfg.height()) + ":flags=neighbor",
                                   "-c:v", "libx264", "-pix_fmt", "yuv420p", "-f", "mp4", ffmpeg_path(tmp, false)},
                                  &log);
       if (rc != 0 || std::rename(tmp.c_str(), out.file("interpolation.mp4").c_str()) != 0) {

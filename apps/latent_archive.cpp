@@ -92,7 +92,7 @@ void LatentArchive::add(const StreamImage& im) {
   if (m_s_ >= 0) npz_.append(size_t(m_s_), im.styles, size_t(style_dims_) * 4);
 }
 
-int size_factor(const std::string& text, int res) {
+int size_factor(const std::string& text, int width, int height) {
   int64_t w = 0, h = 0;
   const size_t x = text.find('x');
   if (x == std::string::npos) {
@@ -101,17 +101,30 @@ int size_factor(const std::string& text, int res) {
     w = parse_int("size", text.substr(0, x), 1, 1 << 20);
     h = parse_int("size", text.substr(x + 1), 1, 1 << 20);
   }
-  if (w != h)
-    fail(ErrorKind::invalid_argument, "--size ", shown(text),
-         ": the images are square; give one size N (or NxN) that divides the resolution");
-  if (res <= 0) return 1;  // the syntax only (before the model is loaded)
-  std::string sizes;
-  for (int f = 1; f <= res && sizes.size() < 60; ++f)
-    if (res % f == 0) sizes += (sizes.empty() ? "" : ", ") + std::to_string(res / f);
-  if (res % w != 0)
-    fail(ErrorKind::invalid_argument, "--size ", shown(text), ": not a divisor of the model's ", res, "x", res,
+  if (width <= 0 || height <= 0) return 1;  // the syntax only (before the model is loaded)
+  const int big = std::max(width, height);
+  std::string sizes;  // what works, as N x M
+  for (int f = 1; f <= big && sizes.size() < 80; ++f)
+    if (width % f == 0 && height % f == 0)
+      sizes +=
+          (sizes.empty() ? "" : ", ") +
+          (width == height ? std::to_string(width / f) : std::to_string(width / f) + "x" + std::to_string(height / f));
+  const bool one = x == std::string::npos;
+  const int64_t side = one ? w : 0;
+  int f = 0;
+  if (one) {
+    if (big % side == 0) f = static_cast<int>(big / side);
+  } else if (w > 0 && width % w == 0 && height % h == 0 && width / w == height / h) {
+    f = static_cast<int>(width / w);
+  }
+  if (f == 0 || width % f != 0 || height % f != 0) {
+    if (!one && width == height && w != h)
+      fail(ErrorKind::invalid_argument, "--size ", shown(text),
+           ": the images are square; give one size N (or NxN) that divides the resolution");
+    fail(ErrorKind::invalid_argument, "--size ", shown(text), ": not a divisor of the model's ", width, "x", height,
          " resolution (images are downscaled by an integer factor with a box filter); sizes that work: ", sizes);
-  return static_cast<int>(res / w);
+  }
+  return f;
 }
 
 }  // namespace sg2::cli

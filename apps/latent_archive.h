@@ -46,9 +46,10 @@ class LatentArchive {
   std::vector<float> label_;
 };
 
-/// --size N or WxH for a model of resolution `res`: the integer factor f with N = res / f (W = H =
-/// res / f). Error(invalid_argument) for a size that is not square or not a divisor of `res`,
-/// naming the sizes that work. res <= 0: only the syntax is checked (returns 1).
-int size_factor(const std::string& text, int res);
+/// --size N or WxH for a model whose images are width x height: the integer factor f with which the
+/// images are written as width/f x height/f. N is the larger side (N x N for a square model); WxH
+/// must be exactly width/f x height/f. Error(invalid_argument) for a size that is no such divisor,
+/// naming the sizes that work. width or height <= 0: only the syntax is checked (returns 1).
+int size_factor(const std::string& text, int width, int height);
 
 }  // namespace sg2::cli

@@ -86,10 +86,10 @@ int run_mix(int argc, char** argv) {
   // grid.png needs 8-bit pixels: a model of more than 4 channels (--format npy) gets none.
   const bool with_grid = cfg.img_channels <= 4;
   if (with_grid)
-    check_png_size(int64_t(cols.size() + 1) * cfg.img_resolution, int64_t(rows.size() + 1) * cfg.img_resolution,
-                   cfg.img_channels, PngWrite::whole,
-                   detail::concat("the grid of ", cols.size() + 1, "x", rows.size() + 1, " images of ",
-                                  cfg.img_resolution, "x", cfg.img_resolution));
+    check_png_size(int64_t(cols.size() + 1) * cfg.width(), int64_t(rows.size() + 1) * cfg.height(), cfg.img_channels,
+                   PngWrite::whole,
+                   detail::concat("the grid of ", cols.size() + 1, "x", rows.size() + 1, " images of ", cfg.width(),
+                                  "x", cfg.height()));
   // Checks --batch against the memory it needs; the run makes at most rows x cols + rows + cols images.
   const int chunk = chunk_size(gen, args, int64_t(rows.size() * cols.size()) + int64_t(rows.size() + cols.size()));
   Truncation trunc;

@@ -124,7 +124,9 @@ std::optional<ServeConfig> serve_config(int argc, char** argv) {
 
 std::string model_json(const ModelConfig& cfg, const ServeConfig& c, int max_batch) {
   nlohmann::json j;
-  j["resolution"] = cfg.img_resolution;
+  j["resolution"] = cfg.img_resolution;  // the larger side (block names); width / height: the image
+  j["width"] = cfg.width();
+  j["height"] = cfg.height();
   j["channels"] = cfg.img_channels;
   j["num_ws"] = cfg.num_ws;
   j["c_dim"] = cfg.c_dim;
@@ -374,7 +376,7 @@ int run_serve(int argc, char** argv) {
     std::string where;
     for (const Generator& g : gens) where += (where.empty() ? "" : ",") + g.device().str();
     std::fprintf(stderr, "sg2 serve: %s (%dx%d, %d %s, %s, %s), max batch %d, queue %d\n",
-                 printable(c.network, 80).c_str(), cfg.img_resolution, cfg.img_resolution, cfg.img_channels,
+                 printable(c.network, 80).c_str(), cfg.width(), cfg.height(), cfg.img_channels,
                  cfg.img_channels == 1 ? "channel" : "channels", where.c_str(), to_string(c.gen_options.precision),
                  max_batch, c.batch.max_queue);
   }

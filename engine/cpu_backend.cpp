@@ -34,11 +34,12 @@ int64_t reference_cpu_bytes_per_image(const ModelConfig& cfg) {
   int64_t peak = 0;
   for (int r : cfg.block_resolutions()) {
     const int64_t c = cfg.channels_at(r), cin = r == 4 ? c : cfg.channels_at(r / 2);
-    const int64_t rr = int64_t(r) * r, r1 = int64_t(r + 1) * (r + 1);
+    const int64_t h = cfg.block_height(r), w = cfg.block_width(r);
+    const int64_t rr = h * w, r1 = (h + 1) * (w + 1);
     const int64_t floats = cin * (rr / 4) + 2 * c * r1 + 9 * c * cin + 3 * int64_t(cfg.img_channels) * rr;
     peak = std::max(peak, floats);
   }
-  const int64_t out = int64_t(cfg.img_channels) * cfg.img_resolution * cfg.img_resolution;
+  const int64_t out = int64_t(cfg.img_channels) * cfg.height() * cfg.width();
   return 4 * (peak + 2 * out);
 }
 
@@ -163,7 +164,7 @@ class CpuBackend final : public Backend {
       const std::string tag = "b" + std::to_string(b.resolution);
       if (b.in_channels == 0) {  // const input repeated over the batch
         const Tensor& c = model_.at("synthesis.b4.const");
-        x = Tensor({N, c.dim(0), 4, 4});
+        x = Tensor({N, c.dim(0), c.dim(1), c.dim(2)});
         for (int64_t n = 0; n < N; ++n) std::copy(c.vec().begin(), c.vec().end(), x.data() + n * c.numel());
         x = layer(b.conv1, x, ws, noise);
       } else if (b.skip) {
@@ -229,7 +230,7 @@ class CpuBackend final : public Backend {
       Tensor map_n;
       const Tensor* m = nullptr;
       if (noise.mode == NoiseMode::random) {
-        map_n = random_noise_map(noise.seed, noise.keys[static_cast<size_t>(n)], l.noise_index, l.resolution);
+        map_n = random_noise_map(noise.seed, noise.keys[static_cast<size_t>(n)], l.noise_index, l.height, l.width);
         m = &map_n;
       } else if (!noise.maps.empty()) {
         m = &noise.maps[static_cast<size_t>(n)][static_cast<size_t>(l.noise_index)];

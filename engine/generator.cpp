@@ -122,8 +122,12 @@ inline uint64_t splitmix64(uint64_t x) {
 }  // namespace
 
 Tensor random_noise_map(uint64_t seed, uint64_t key, int layer_index, int resolution) {
-  if (resolution <= 0) fail(ErrorKind::invalid_argument, "noise map resolution ", resolution);
-  Tensor t({resolution, resolution});
+  return random_noise_map(seed, key, layer_index, resolution, resolution);
+}
+
+Tensor random_noise_map(uint64_t seed, uint64_t key, int layer_index, int height, int width) {
+  if (height <= 0 || width <= 0) fail(ErrorKind::invalid_argument, "noise map size ", height, "x", width);
+  Tensor t({height, width});
   const uint64_t stream = splitmix64(splitmix64(splitmix64(seed) ^ key) ^ static_cast<uint64_t>(layer_index));
   const int64_t n = t.numel();
   for (int64_t i = 0; i < n; i += 2) {
@@ -218,7 +222,7 @@ BatchPlan Generator::plan_batch(int64_t images, int requested, int concurrent) c
   p.largest_fitting = static_cast<int>(std::min<int64_t>(fit, 1 << 30));
   if (b.splits_on_out_of_memory()) return p;  // run in pieces that fit: never refused
   if (fit < 1)
-    fail(ErrorKind::out_of_memory, "one ", config().img_resolution, "x", config().img_resolution,
+    fail(ErrorKind::out_of_memory, "one ", config().width(), "x", config().height(),
          " image of this model needs about ", detail::byte_size(per), " of ", p.memory, " on ", b.name(), ", but only ",
          detail::byte_size(p.bytes_available), " are available");
   if (batch <= fit) return p;
@@ -329,9 +333,9 @@ Tensor Generator::synthesize(const Tensor& ws, const NoiseSpec& noise) {
         fail(ErrorKind::invalid_argument, "noise maps: ", row.size(), " maps given, the model has ", layers.size(),
              " noise layers");
       for (size_t l = 0; l < layers.size(); ++l)
-        if (row[l].ndim() != 2 || row[l].dim(0) != layers[l].resolution || row[l].dim(1) != layers[l].resolution)
-          fail(ErrorKind::invalid_argument, "noise map ", l, " (", layers[l].layer, ") must be [", layers[l].resolution,
-               ", ", layers[l].resolution, "], got ", row[l].shape_str());
+        if (row[l].ndim() != 2 || row[l].dim(0) != layers[l].height || row[l].dim(1) != layers[l].width)
+          fail(ErrorKind::invalid_argument, "noise map ", l, " (", layers[l].layer, ") must be [", layers[l].height,
+               ", ", layers[l].width, "], got ", row[l].shape_str());
     }
   }
   std::vector<Tensor> parts;
@@ -349,7 +353,7 @@ Tensor Generator::synthesize(const Tensor& ws, const NoiseSpec& noise) {
     parts.push_back(impl_->backend->synthesize(ws.slice0(b, e), part, b == 0 ? impl_->dump_dir : std::string()));
     require_finite_images(parts.back(), b, impl_->nonfinite_source);
   }
-  if (parts.empty()) return Tensor({0, cfg.img_channels, cfg.img_resolution, cfg.img_resolution});
+  if (parts.empty()) return Tensor({0, cfg.img_channels, cfg.height(), cfg.width()});
   return concat0(parts);
 }
 
@@ -397,7 +401,7 @@ TfSeedInputs tf_seed_inputs(uint32_t seed, const ModelConfig& config) {
   out.z = Tensor({1, config.z_dim});
   for (int i = 0; i < config.z_dim; ++i) out.z[i] = static_cast<float>(rnd.gauss());
   for (const NoiseLayer& l : noise_layers(config)) {
-    Tensor m({l.resolution, l.resolution});
+    Tensor m({l.height, l.width});
     for (int64_t i = 0; i < m.numel(); ++i) m[i] = static_cast<float>(rnd.gauss());
     out.noise_maps.push_back(std::move(m));
   }

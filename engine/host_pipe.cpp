@@ -31,9 +31,9 @@ class HostPipe final : public BatchPipe {
       Tensor img = backend_.synthesize(ws, noise, std::string());
       require_finite_images(img, -1, out_.nonfinite_source);
       s.count = n;
-      const int C = cfg_.img_channels, R = cfg_.img_resolution;
-      const int f = std::max(1, out_.downscale), r = R / f;
-      const size_t per = size_t(C) * R * R, per_u8 = size_t(C) * r * r;
+      const int C = cfg_.img_channels, H = cfg_.height(), W = cfg_.width();
+      const int f = std::max(1, out_.downscale);
+      const size_t per = size_t(C) * H * W, per_u8 = size_t(C) * (H / f) * (W / f);
       if (out_.u8) {
         s.u8.resize(size_t(n) * per_u8);
         for (int i = 0; i < n; ++i) {
@@ -41,7 +41,7 @@ class HostPipe final : public BatchPipe {
           if (f == 1)
             std::memcpy(s.u8.data() + size_t(i) * per, im.pixels.data(), per);
           else
-            ref::box_downscale_u8(im.pixels.data(), 1, R, R, C, f, s.u8.data() + size_t(i) * per_u8);
+            ref::box_downscale_u8(im.pixels.data(), 1, H, W, C, f, s.u8.data() + size_t(i) * per_u8);
         }
       }
       if (out_.img) s.img = std::move(img.vec());

@@ -98,7 +98,8 @@ ImageBatch ImagePipe::wait(int id) {
   const ModelConfig& cfg = impl_->gen->config();
   ImageBatch b;
   b.count = impl_->counts[static_cast<size_t>(id)];
-  b.width = b.height = cfg.img_resolution;
+  b.width = cfg.width();
+  b.height = cfg.height();
   b.channels = cfg.img_channels;
   b.u8 = v.u8;
   return b;

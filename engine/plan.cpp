@@ -42,6 +42,8 @@ SynthesisPlan make_synthesis_plan(const ModelConfig& cfg) {
   for (int r : cfg.block_resolutions()) {
     BlockPlan b;
     b.resolution = r;
+    b.height = cfg.block_height(r);
+    b.width = cfg.block_width(r);
     b.in_channels = r == 4 ? 0 : cfg.channels_at(r / 2);
     b.out_channels = cfg.channels_at(r);
     b.is_last = r == cfg.img_resolution;
@@ -53,6 +55,8 @@ SynthesisPlan make_synthesis_plan(const ModelConfig& cfg) {
       l.kind = LayerPlan::Kind::conv;
       l.name = prefix + nm;
       l.resolution = r;
+      l.height = b.height;
+      l.width = b.width;
       l.in_channels = cin;
       l.out_channels = b.out_channels;
       l.up = up;
@@ -73,6 +77,8 @@ SynthesisPlan make_synthesis_plan(const ModelConfig& cfg) {
       t.kind = LayerPlan::Kind::torgb;
       t.name = prefix + "torgb";
       t.resolution = r;
+      t.height = b.height;
+      t.width = b.width;
       t.in_channels = b.out_channels;
       t.out_channels = cfg.img_channels;
       t.w_index = w_idx + num_conv;
@@ -87,6 +93,8 @@ SynthesisPlan make_synthesis_plan(const ModelConfig& cfg) {
       s.kind = LayerPlan::Kind::skip;
       s.name = prefix + "skip";
       s.resolution = r;
+      s.height = b.height;
+      s.width = b.width;
       s.in_channels = b.in_channels;
       s.out_channels = b.out_channels;
       s.up = 2;

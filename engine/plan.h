@@ -16,7 +16,9 @@ struct LayerPlan {
   enum class Kind { conv, torgb, skip };
   Kind kind = Kind::conv;
   std::string name;    ///< tensor prefix, "synthesis.b8.conv0"
-  int resolution = 0;  ///< output resolution
+  int resolution = 0;  ///< output resolution (the block's)
+  int height = 0;      ///< output feature map height and width: resolution x resolution unless
+  int width = 0;       ///< the network is non-square (ModelConfig::block_height / block_width)
   int in_channels = 0;
   int out_channels = 0;
   int up = 1;                  ///< 2 for conv0 and skip (r >= 8)
@@ -32,7 +34,8 @@ struct LayerPlan {
 /// One SynthesisBlock b{resolution}.
 struct BlockPlan {
   int resolution = 0;
-  int in_channels = 0;  ///< 0 for b4 (the const input)
+  int height = 0, width = 0;  ///< its feature maps (resolution x resolution when square)
+  int in_channels = 0;        ///< 0 for b4 (the const input)
   int out_channels = 0;
   bool fp16 = false;  ///< the checkpoint runs this block in fp16
   bool is_last = false;

@@ -99,9 +99,9 @@ StreamStats generate_stream(const std::vector<Generator*>& gens, const ImageJob&
          options.batches_in_flight);
   if (!options.uint8 && !options.float32 && !options.ws)
     fail(ErrorKind::invalid_argument, "generate_stream: ask for at least one of uint8, float32, ws");
-  if (options.downscale < 1 || cfg.img_resolution % options.downscale != 0)
+  if (options.downscale < 1 || cfg.height() % options.downscale != 0 || cfg.width() % options.downscale != 0)
     fail(ErrorKind::invalid_argument, "generate_stream: downscale ", options.downscale, " is not a divisor of the ",
-         cfg.img_resolution, "-pixel resolution");
+         cfg.width(), "x", cfg.height(), " resolution");
   const bool from_ws = job.seeds.empty();
   for (float v : job.ws.vec())
     if (!std::isfinite(v)) fail(ErrorKind::invalid_argument, "ws contains NaN or infinite values");
@@ -115,11 +115,11 @@ StreamStats generate_stream(const std::vector<Generator*>& gens, const ImageJob&
   }
   batch = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(batch, std::max<int64_t>(total, 1))));
   const int64_t batches = (total + batch - 1) / batch;
-  const int R = cfg.img_resolution, C = cfg.img_channels;
+  const int H = cfg.height(), W = cfg.width(), C = cfg.img_channels;
   const size_t row = size_t(cfg.num_ws) * cfg.w_dim;
-  const size_t per_image = size_t(C) * R * R;
-  const int r8 = R / options.downscale;  // the uint8 images' size
-  const size_t per_u8 = size_t(C) * r8 * r8;
+  const size_t per_image = size_t(C) * H * W;
+  const int f8 = std::max(1, options.downscale);  // the uint8 images' downscale factor
+  const size_t per_u8 = size_t(C) * (H / f8) * (W / f8);
   const Tensor label = cfg.c_dim > 0 && !from_ws ? one_hot({job.class_idx}, cfg.c_dim) : Tensor();
 
   // Shared between the workers and the caller's thread.
@@ -275,7 +275,8 @@ StreamStats generate_stream(const std::vector<Generator*>& gens, const ImageJob&
         StreamImage im;
         im.index = b * batch + i;
         im.key = from_ws ? static_cast<uint64_t>(job.ws_first_row + im.index) : job.seeds[size_t(im.index)];
-        im.width = im.height = r8;
+        im.width = W / f8;
+        im.height = H / f8;
         im.channels = C;
         im.u8 = f.view.u8 ? f.view.u8 + size_t(i) * per_u8 : nullptr;
         im.img = f.view.img ? f.view.img + size_t(i) * per_image : nullptr;

@@ -66,6 +66,13 @@ std::vector<int> ModelConfig::block_resolutions() const {
   return r;
 }
 
+int ModelConfig::block_height(int res) const {
+  return static_cast<int>(int64_t(res) * height() / std::max(img_resolution, 1));
+}
+int ModelConfig::block_width(int res) const {
+  return static_cast<int>(int64_t(res) * width() / std::max(img_resolution, 1));
+}
+
 int ModelConfig::channels_at(int res) const {
   auto it = synthesis.channels.find(res);
   if (it == synthesis.channels.end())
@@ -77,6 +84,16 @@ void ModelConfig::validate() const {
   auto bad = [](auto&&... a) { fail(ErrorKind::bad_file, "invalid model config: ", a...); };
   if (img_resolution < 4 || img_resolution > 4096 || (img_resolution & (img_resolution - 1)) != 0)
     bad("img_resolution ", img_resolution, " is not a power of two in [4, 4096]");
+  if (img_height != 0 || img_width != 0) {
+    const int h = height(), w = width();
+    if (h < 1 || w < 1 || std::max(h, w) != img_resolution)
+      bad("non-square image ", h, "x", w, ": its larger side must be img_resolution ", img_resolution);
+    const int small = std::min(h, w);
+    if (small * 2 != img_resolution && small * 4 != img_resolution && small != img_resolution)
+      bad("non-square image ", h, "x", w,
+          ": the smaller side must be img_resolution / 2 or / 4 (a const of 4x2, "
+          "4x1, 2x4 or 1x4)");
+  }
   int log2r = 0;
   while ((1 << log2r) < img_resolution) ++log2r;
   if (num_ws != 2 * log2r - 2)
@@ -141,13 +158,14 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> expected_tensors(const
     const std::string b = "synthesis.b" + std::to_string(r) + ".";
     const int64_t C = cfg.channels_at(r);
     const int64_t Cin = r == 4 ? 0 : cfg.channels_at(r / 2);
-    if (r == 4) t.push_back({b + "const", {C, 4, 4}});
+    const int64_t H = cfg.block_height(r), W = cfg.block_width(r);
+    if (r == 4) t.push_back({b + "const", {C, H, W}});
     auto layer = [&](const std::string& name, int64_t ci) {
       t.push_back({b + name + ".weight", {C, ci, 3, 3}});
       t.push_back({b + name + ".bias", {C}});
       if (cfg.synthesis.use_noise) {
         t.push_back({b + name + ".noise_strength", {}});
-        t.push_back({b + name + ".noise_const", {r, r}});
+        t.push_back({b + name + ".noise_const", {H, W}});
       }
       t.push_back({b + name + ".affine.weight", {ci, cfg.w_dim}});
       t.push_back({b + name + ".affine.bias", {ci}});
@@ -263,8 +281,9 @@ int64_t parameter_count(const Model& model) {
 std::vector<NoiseLayer> noise_layers(const ModelConfig& cfg) {
   std::vector<NoiseLayer> v;
   for (int r : cfg.block_resolutions()) {
-    if (r > 4) v.push_back({"synthesis.b" + std::to_string(r) + ".conv0", r});
-    v.push_back({"synthesis.b" + std::to_string(r) + ".conv1", r});
+    const int h = cfg.block_height(r), w = cfg.block_width(r);
+    if (r > 4) v.push_back({"synthesis.b" + std::to_string(r) + ".conv0", r, h, w});
+    v.push_back({"synthesis.b" + std::to_string(r) + ".conv1", r, h, w});
   }
   return v;
 }
@@ -309,6 +328,10 @@ std::string config_to_json(const ModelConfig& c, int indent) {
       {"w_avg_estimated", c.w_avg_estimated},
       {"noise_const_missing", c.noise_const_missing},
   };
+  if (!c.square()) {  // square configs keep their format_version 1 text exactly
+    j["img_height"] = c.height();
+    j["img_width"] = c.width();
+  }
   return detail::json_dump(j, indent);
 }
 
@@ -351,6 +374,14 @@ ModelConfig config_from_json(const std::string& text, const std::string& what) {
   c.num_ws = int_field(j, "num_ws", what, "");
   c.img_resolution = int_field(j, "img_resolution", what, "");
   c.img_channels = int_field(j, "img_channels", what, "");
+  if (j.contains("img_height") || j.contains("img_width")) {
+    c.img_height = int_field(j, "img_height", what, "");
+    c.img_width = int_field(j, "img_width", what, "");
+    if (c.img_height < 1 || c.img_width < 1)
+      fail(ErrorKind::bad_file, what, ": model config: img_height ", c.img_height, " / img_width ", c.img_width,
+           " must both be positive");
+    if (c.img_height == c.img_width) c.img_height = c.img_width = 0;  // square: the plain form
+  }
   const json& m = field(j, "mapping", what, "");
   c.mapping.num_layers = int_field(m, "num_layers", what, "mapping.");
   c.mapping.lr_multiplier = get_field<float>(m, "lr_multiplier", what, "mapping.");

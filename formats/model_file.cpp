@@ -21,7 +21,11 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr int kFormatVersion = 1;
+/// The newest format_version this build reads. Square networks are written as 1 (every sg2
+/// reads them); a non-square one as 2 (its config has img_height / img_width, and a reader of
+/// version 1 only would take it for square: design.md §5), so an older sg2 refuses it by version.
+constexpr int kFormatVersion = 2;
+int format_version_for(const ModelConfig& c) { return c.square() ? 1 : 2; }
 
 size_t dtype_bytes(const std::string& dt) {
   if (dt == "F32") return 4;
@@ -86,6 +90,9 @@ Model parse_model_file(const uint8_t* d, const size_t size, const std::string& p
 
   Model model;
   model.config = config_from_json(meta_str("config", true), path);
+  if (version < format_version_for(model.config))
+    bad("format_version ", version, " cannot hold a non-square network (", model.config.height(), "x",
+        model.config.width(), "): its config's img_height / img_width need format_version 2");
   model.provenance.source_file = meta_str("source_file", false);
   model.provenance.source_sha256 = meta_str("source_sha256", false);
   model.provenance.source_family = meta_str("source_family", false);
@@ -199,7 +206,7 @@ void save_model_file(const std::string& path, const Model& model) {
   json header = json::object();
   json meta = {
       {"format", "sg2"},
-      {"format_version", std::to_string(kFormatVersion)},
+      {"format_version", std::to_string(format_version_for(model.config))},
       {"config", config_to_json(model.config)},
       {"source_file", model.provenance.source_file},
       {"source_sha256", model.provenance.source_sha256},

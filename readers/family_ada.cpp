@@ -218,9 +218,15 @@ void AdaConverter::derive_synthesis(ModelConfig& cfg, Conversion& out) {
   expect_attr("", "img_resolution", cfg.img_resolution);
   cfg.num_ws = 2 * log2_exact(cfg.img_resolution) - 2;
   auto cs = shape("synthesis.b4.const");
-  if (cs.size() != 3 || cs[1] != 4 || cs[2] != 4)
+  if (cs.size() != 3)
     fail(ErrorKind::unsupported, what_, ": unsupported: synthesis.b4.const has shape ", shape_to_string(cs),
-         " (non-square or custom input)");
+         " (a custom input, not [C, H, W])");
+  // Non-square networks (StyleGAN-Human: `square=False`, a [C, 4, 2] const, 1024x512 images)
+  // are told by the const's shape; the `square` attribute, where present, must agree.
+  set_const_shape(cfg, cs[1], cs[2], what_, "synthesis.b4.const");
+  if (auto sq = pickle::as_bool(get("synthesis", "square")); sq && *sq != cfg.square())
+    fail(ErrorKind::bad_file, what_, ": attribute synthesis.square = ", *sq ? "True" : "False",
+         " contradicts the const's shape ", shape_to_string(cs));
   // Channels, image channels, architecture.
   bool all_torgb = true, any_skip = false, fp16_attr = false;
   for (int r : blocks) {
@@ -233,7 +239,7 @@ void AdaConverter::derive_synthesis(ModelConfig& cfg, Conversion& out) {
     if (fp16 && *fp16) cfg.synthesis.fp16_resolutions.push_back(r);
   }
   if (cs[0] != cfg.synthesis.channels[4])
-    fail(ErrorKind::unsupported, what_, ": unsupported: the 4x4 const has ", cs[0], " channels but b4.conv1 outputs ",
+    fail(ErrorKind::unsupported, what_, ": unsupported: the const has ", cs[0], " channels but b4.conv1 outputs ",
          cfg.synthesis.channels[4]);
   const std::string last = "synthesis.b" + std::to_string(cfg.img_resolution);
   if (!has_module(last + ".torgb"))

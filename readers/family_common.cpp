@@ -102,6 +102,21 @@ int dim_int(int64_t v, const std::string& what, const char* tensor) {
   return static_cast<int>(v);
 }
 
+void set_const_shape(ModelConfig& config, int64_t h, int64_t w, const std::string& what, const char* tensor) {
+  auto ok = [](int64_t v) { return v == 1 || v == 2 || v == 4; };
+  if (h == 4 && w == 4) {
+    config.img_height = config.img_width = 0;
+    return;
+  }
+  if (!ok(h) || !ok(w) || std::max(h, w) != 4)
+    fail(ErrorKind::unsupported, what, ": unsupported non-square network: ", tensor, " is ", h, "x", w,
+         " pixels; sg2 runs a const of 4x4, or non-square 4x2, 4x1, 2x4 or 1x4 (every block doubling both "
+         "sides, the larger side img_resolution)");
+  const int R = config.img_resolution;
+  config.img_height = static_cast<int>(R / 4 * h);
+  config.img_width = static_cast<int>(R / 4 * w);
+}
+
 void check_config(const ModelConfig& config, const std::string& what) {
   try {
     config.validate();

@@ -56,6 +56,12 @@ int whole_number(double v, const std::string& what, const char* name);
 /// else Error(bad_file) naming `what` and `tensor` (no silent truncation of 2^32 + 3 to 3).
 int dim_int(int64_t v, const std::string& what, const char* tensor);
 
+/// Sets the image height and width of `config` (img_resolution already set) from the 4x4 block's
+/// const of `h` x `w` pixels: 4x4 is square; 4x2, 4x1, 2x4 and 1x4 are non-square networks (the
+/// image img_resolution x img_resolution / 2, ...). Any other shape is Error(unsupported)
+/// "non-square ... " saying which shapes sg2 runs, naming `what` and `tensor`.
+void set_const_shape(ModelConfig& config, int64_t h, int64_t w, const std::string& what, const char* tensor);
+
 /// Validates a derived configuration before any tensor is allocated for it; Error(bad_file)
 /// naming `what` (e.g. a 2^31-wide layer claimed by a corrupt shape).
 void check_config(const ModelConfig& config, const std::string& what);

@@ -174,6 +174,9 @@ Conversion RosinalityConverter::run(const Node* top, const Node* g_ema) {
     T["mapping.w_avg"] = Tensor({D});
   }
   const int64_t C4 = cfg.synthesis.channels[4];
+  if (const auto is = shape("input.input"); is.size() == 4 && is[2] != is[3])
+    fail(ErrorKind::unsupported, what_, ": unsupported: a non-square rosinality fork (input.input is ", is[2], "x",
+         is[3], "); sg2 runs non-square networks from StyleGAN-Human (ADA) pickles, not yet this layout");
   T["synthesis.b4.const"] = read("input.input", {1, C4, 4, 4}, {C4, 4, 4});
   auto layer = [&](const std::string& src, const std::string& dst, int64_t ci, int64_t co, int noise, int64_t r) {
     T[dst + "weight"] = read(src + "conv.weight", {1, co, ci, 3, 3}, {co, ci, 3, 3});

@@ -149,7 +149,7 @@ Conversion TfConverter::run(const Node* gs) {
   }
   if (!rect.empty())
     fail(ErrorKind::unsupported, what_, ": unsupported: a rectangular (non-square) generator from a StyleGAN2 fork (",
-         rect, "); sg2 runs square StyleGAN2 networks");
+         rect, "); sg2 runs non-square networks from StyleGAN-Human (ADA) pickles, not yet this TensorFlow layout");
   if (!has("synthesis/4x4/Conv/mod_weight"))
     fail(ErrorKind::unsupported, what_, ": unsupported: the TensorFlow network '",
          pickle::printable(pickle::as_str(pickle::attr(gs, "name")).value_or("?")),

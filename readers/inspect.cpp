@@ -93,7 +93,8 @@ std::string inspect_to_json(const InspectReport& r, int indent) {
   json taps = json::array();
   for (float t : c.synthesis.resample_filter) taps.push_back(shortest(t));
   json noise = json::array();
-  for (const NoiseLayer& l : r.noise_buffers) noise.push_back({{"layer", l.layer}, {"resolution", l.resolution}});
+  for (const NoiseLayer& l : r.noise_buffers)
+    noise.push_back({{"layer", l.layer}, {"resolution", l.resolution}, {"height", l.height}, {"width", l.width}});
   json j = {
       {"file", r.file},
       {"file_size", r.file_size},
@@ -103,6 +104,8 @@ std::string inspect_to_json(const InspectReport& r, int indent) {
       {"generator", r.generator},
       {"resolution", c.img_resolution},
       {"img_resolution", c.img_resolution},
+      {"img_height", c.height()},
+      {"img_width", c.width()},
       {"num_ws", c.num_ws},
       {"z_dim", c.z_dim},
       {"w_dim", c.w_dim},
@@ -152,8 +155,9 @@ std::string inspect_to_text(const InspectReport& r) {
   }
   if (!r.generator.empty()) detail_text += (detail_text.empty() ? "" : ", ") + detail::printable(r.generator, 80);
   row("family", family + (detail_text.empty() ? "" : " (" + detail_text + ")"));
-  row("resolution", std::to_string(c.img_resolution) + "x" + std::to_string(c.img_resolution) + ", " +
-                        std::to_string(c.img_channels) + " channel" + (c.img_channels == 1 ? "" : "s"));
+  row("resolution", std::to_string(c.width()) + "x" + std::to_string(c.height()) + ", " +
+                        std::to_string(c.img_channels) + " channel" + (c.img_channels == 1 ? "" : "s") +
+                        (c.square() ? "" : " (width x height: a non-square network)"));
   row("num_ws", std::to_string(c.num_ws));
   row("z_dim / w_dim", std::to_string(c.z_dim) + " / " + std::to_string(c.w_dim));
   row("c_dim", c.c_dim > 0

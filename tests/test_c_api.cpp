@@ -87,6 +87,29 @@ TEST(CApi, GeneratesWhatTheCppApiGenerates) {
 
 // The advice is apart from the message: sg2_last_error() is the message, sg2_last_error_hint() the hint
 // ("" when there is none, and after a failure without one).
+TEST(CApi, NonSquareNetworksGiveTheirHeightAndWidth) {
+  const std::string pkl = source_path("tests/data/nonsquare/human_skip32x16/network-snapshot.pkl");
+  const sg2_options opt = cpu_options();
+  Handle h;
+  ASSERT_EQ(sg2_generator_open(pkl.c_str(), &opt, &h.g), SG2_OK) << sg2_last_error();
+  sg2_model_info info;
+  ASSERT_EQ(sg2_generator_info(h.g, &info), SG2_OK);
+  EXPECT_EQ(info.img_resolution, 32);  // the larger side
+  int height = 0, width = 0;
+  ASSERT_EQ(sg2_generator_image_size(h.g, &height, &width), SG2_OK);
+  EXPECT_EQ(height, 32);
+  EXPECT_EQ(width, 16);
+  EXPECT_EQ(sg2_generator_image_size(h.g, nullptr, &width), SG2_ERR_INVALID_ARGUMENT);
+  GeneratorOptions cpu;
+  cpu.device = Device{};
+  Generator gen(load_model(pkl), cpu);
+  const Tensor want = gen.generate(z_from_seeds({5}, info.z_dim), Tensor(), Truncation{});
+  std::vector<float> img(size_t(3 * 32 * 16));
+  const uint32_t seed = 5;
+  ASSERT_EQ(sg2_generate_seeds(h.g, &seed, 1, -1, 1.0f, SG2_NOISE_CONST, img.data()), SG2_OK) << sg2_last_error();
+  EXPECT_TRUE(want.vec() == img);
+}
+
 TEST(CApi, TheHintIsApartFromTheMessage) {
   const std::string dir = temp_dir("chint");
   const std::string gz = dir + "/model.pkl";

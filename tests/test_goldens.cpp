@@ -1,7 +1,8 @@
 // Converted checkpoints on the CPU backend vs the official goldens.
 //
 // Every case of tests/data/fixtures (official code on CPU, float32; see its README),
-// tests/data/official_extra (resnet, orig, RGBA, gray, cutoff, asymmetric filter) and
+// tests/data/official_extra (resnet, orig, RGBA, gray, cutoff, asymmetric filter), tests/data/nonsquare
+// (StyleGAN-Human's non-square networks, made by its own code) and
 // models/digits32 is converted from its checkpoint with sg2::convert_checkpoint, run with
 // sg2::Generator on the CPU (the default oneDNN path; digits32 also on the reference ops of
 // kernels/ref, the oracle test_cpu_backend.cpp compares the oneDNN path with), and compared with every golden its
@@ -114,7 +115,10 @@ std::vector<Case> nvlabs_cases() {
           {"ada_resnet32_rgba_cond", "tests/data/official_extra/ada_resnet32_rgba_cond"},
           {"ada_orig32_gray", "tests/data/official_extra/ada_orig32_gray"},
           {"sg3_resnet64", "tests/data/official_extra/sg3_resnet64"},
-          {"sg3_skip16_filter", "tests/data/official_extra/sg3_skip16_filter"}};
+          {"sg3_skip16_filter", "tests/data/official_extra/sg3_skip16_filter"},
+          // non-square: StyleGAN-Human's own code (tests/data/nonsquare/make_stylegan_human.py)
+          {"human_skip32x16", "tests/data/nonsquare/human_skip32x16"},
+          {"human_resnet16x8", "tests/data/nonsquare/human_resnet16x8"}};
 }
 
 class NvlabsGoldens : public ::testing::TestWithParam<Case> {};

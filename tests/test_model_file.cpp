@@ -172,7 +172,7 @@ TEST(ModelFile, MetadataErrors) {
   save_model_file(path, m);
   {
     RawFile raw(path);
-    raw.header["__metadata__"]["format_version"] = "2";
+    raw.header["__metadata__"]["format_version"] = "3";
     raw.write(dir + "/v2.safetensors");
     try {
       load_model_file(dir + "/v2.safetensors");

@@ -113,7 +113,7 @@ class OnednnCpuBackend final : public Backend {
     return static_cast<int>(std::clamp<int64_t>((int64_t(1) << 30) / std::max<int64_t>(per_sample_bytes_, 1), 1, 64));
   }
   int64_t bytes_per_image() const override {
-    return per_sample_bytes_ + 4 * int64_t(cfg_.img_channels) * cfg_.img_resolution * cfg_.img_resolution;
+    return per_sample_bytes_ + 4 * int64_t(cfg_.img_channels) * cfg_.height() * cfg_.width();
   }
   int64_t memory_available() const override { return detail::host_memory_available(); }
   std::string memory_name() const override { return "host memory"; }
@@ -377,13 +377,13 @@ void OnednnCpuBackend::noise_phase(const NoiseSpec& noise) {
     Tensor map_n;
     const Tensor* mp;
     if (random) {
-      map_n = random_noise_map(noise.seed, noise.keys[size_t(n)], idx, c.res);
+      map_n = random_noise_map(noise.seed, noise.keys[size_t(n)], idx, c.h, c.w);
       mp = &map_n;
     } else {
       mp = &noise.maps[size_t(n)][size_t(idx)];
     }
     float* dst = buf_.noise.data() + n * buf_.noise_n + c.noise_off;
-    for (int64_t i = 0; i < int64_t(c.res) * c.res; ++i) dst[i] = (*mp)[i] * strength;
+    for (int64_t i = 0; i < int64_t(c.h) * c.w; ++i) dst[i] = (*mp)[i] * strength;
   });
   phase_end("noise maps", 0);
 }
@@ -395,7 +395,7 @@ const float* OnednnCpuBackend::noise_of(const ConvLayer& c, const NoiseSpec& noi
 }
 
 void OnednnCpuBackend::conv_phase(const Block& b, const ConvLayer& c, const Block* next, const NoiseSpec& noise) {
-  const int B = m_.border, r = c.res;
+  const int B = m_.border, H = c.h, W = c.w;
   const cpu::Split& sp = c.split;
   const int cb = sp.oc_block;
   const int64_t sc = round16(m_.s_cols), dc = round16(m_.d_cols);
@@ -416,7 +416,8 @@ void OnednnCpuBackend::conv_phase(const Block& b, const ConvLayer& c, const Bloc
     e.bias = c.bias;
     e.gain = c.plan->act_gain;
     e.clamp = c.plan->clamp;
-    e.H = e.W = r;
+    e.H = H;
+    e.W = W;
     e.B = B;
     float* zero_target = nullptr;
     if (c.up) {  // conv0 -> conv1's input, modulated by conv1's styles
@@ -434,7 +435,7 @@ void OnednnCpuBackend::conv_phase(const Block& b, const ConvLayer& c, const Bloc
     }
     float* scratch = scratch_[size_t(w)].data();
     void* pad = pads_[size_t(w)].data();
-    const int wp_in = c.in_res + 2 * B;
+    const int wp_in = c.in_w + 2 * B;
     if (c.up) {
       // the four phases of the transposed conv, then the band of its output the FIR reads
       const int y0h = y0 / 2, t_lo = y0 - m_.fir_pad0, pad0 = m_.fir_pad0;
@@ -459,7 +460,7 @@ void OnednnCpuBackend::conv_phase(const Block& b, const ConvLayer& c, const Bloc
       float* tmp = scratch + c.tmp_off;
       float* urow = scratch + c.u_off;
       for (int y = y0; y < y1; ++y) {
-        cpu::fir_row(t, c.t_cols, cb, pad0, pad0, m_.fir_v, m_.fir_h, pad0, y - y0, r, tmp, urow);
+        cpu::fir_row(t, c.t_cols, cb, pad0, pad0, m_.fir_v, m_.fir_h, pad0, y - y0, W, tmp, urow);
         cpu::epilogue_row(e, y, urow, cb);
       }
     } else {
@@ -470,9 +471,9 @@ void OnednnCpuBackend::conv_phase(const Block& b, const ConvLayer& c, const Bloc
       for (int y = y0; y < y1; ++y) cpu::epilogue_row(e, y, scratch + (int64_t(y - y0) * oc + (B - 1)) * cb, cb);
     }
     if (zero_target) {
-      cpu::zero_border_rows(zero_target, r, r, B, c.cout, e.c0, cb, y0, y1);
-      if (band == 0) cpu::zero_border_rows(zero_target, r, r, B, c.cout, e.c0, cb, -B, 0);
-      if (band == sp.bands - 1) cpu::zero_border_rows(zero_target, r, r, B, c.cout, e.c0, cb, r, r + B);
+      cpu::zero_border_rows(zero_target, H, W, B, c.cout, e.c0, cb, y0, y1);
+      if (band == 0) cpu::zero_border_rows(zero_target, H, W, B, c.cout, e.c0, cb, -B, 0);
+      if (band == sp.bands - 1) cpu::zero_border_rows(zero_target, H, W, B, c.cout, e.c0, cb, H, H + B);
     }
   });
   phase_end(c.plan->name.substr(10), c.macs);  // "b64.conv1"
@@ -481,48 +482,48 @@ void OnednnCpuBackend::conv_phase(const Block& b, const ConvLayer& c, const Bloc
 
 void OnednnCpuBackend::skip_phase(const Block& b) {
   const cpu::SkipLayer& s = *b.skip;
-  const int h = s.res / 2, r = s.res, f = m_.plan.filter_size;
+  const int ih = s.h / 2, iw = s.w / 2, W = s.w, f = m_.plan.filter_size;
   phase_begin();
   pool_.run(int64_t(batch_) * s.bands, [&](int64_t u, int) {
     const int64_t n = u / s.bands;
     const int y0 = static_cast<int>(u % s.bands) * s.band_rows;
-    const int64_t P = int64_t(s.band_rows) * h;
-    cpu::sgemm(true, P, s.cout, s.cin, buf_.raw.data() + n * buf_.raw_n + int64_t(y0) * h * s.cin, s.cin,
-               s.weight.data(), s.cin, buf_.skip_r.data() + n * buf_.r_n + int64_t(y0) * h * s.cout, s.cout);
+    const int64_t P = int64_t(s.band_rows) * iw;
+    cpu::sgemm(true, P, s.cout, s.cin, buf_.raw.data() + n * buf_.raw_n + int64_t(y0) * iw * s.cin, s.cin,
+               s.weight.data(), s.cin, buf_.skip_r.data() + n * buf_.r_n + int64_t(y0) * iw * s.cout, s.cout);
   });
   const float g = s.plan->act_gain;
   pool_.run(int64_t(batch_) * s.up_bands, [&](int64_t u, int) {
     const int64_t n = u / s.up_bands;
     const int y0 = static_cast<int>(u % s.up_bands) * s.up_band_rows, y1 = y0 + s.up_band_rows;
     float* out = buf_.skip_s.data() + n * buf_.s_n;
-    cpu::upsample2d_rows(buf_.skip_r.data() + n * buf_.r_n, h, h, s.cout, m_.up_g, f, y0, y1, out);
+    cpu::upsample2d_rows(buf_.skip_r.data() + n * buf_.r_n, ih, iw, s.cout, m_.up_g, f, y0, y1, out);
     if (g != 1.0f)
-      for (int64_t i = int64_t(y0) * r * s.cout; i < int64_t(y1) * r * s.cout; ++i) out[i] = out[i] * g;
+      for (int64_t i = int64_t(y0) * W * s.cout; i < int64_t(y1) * W * s.cout; ++i) out[i] = out[i] * g;
   });
-  phase_end(s.plan->name.substr(10), int64_t(h) * h * s.cin * s.cout);
-  report(int64_t(h) * h * s.cin * s.cout);
+  phase_end(s.plan->name.substr(10), int64_t(ih) * iw * s.cin * s.cout);
+  report(int64_t(ih) * iw * s.cin * s.cout);
 }
 
 void OnednnCpuBackend::torgb_phase(const Block& b, int src_img, int dst_img) {
   const cpu::TorgbLayer& t = *b.torgb;
-  const int r = t.res, h = r / 2, f = m_.plan.filter_size, O = t.out;
+  const int H = t.h, W = t.w, ih = H / 2, iw = W / 2, f = m_.plan.filter_size, O = t.out;
   const int64_t wc = round16(m_.wmod_floats);
   phase_begin();
   pool_.run(int64_t(batch_) * t.bands, [&](int64_t u, int w) {
     const int64_t n = u / t.bands;
     const int y0 = static_cast<int>(u % t.bands) * t.band_rows, y1 = y0 + t.band_rows;
-    const int64_t P = int64_t(t.band_rows) * r, plane = int64_t(r) * r;
+    const int64_t P = int64_t(t.band_rows) * W, plane = int64_t(H) * W;
     float* y = scratch_[size_t(w)].data();
     cpu::sgemm(true, O, P, t.cin, buf_.wmod.data() + n * wc + t.wmod_off, t.cin,
-               buf_.raw.data() + n * buf_.raw_n + int64_t(y0) * r * t.cin, t.cin, y, P);
+               buf_.raw.data() + n * buf_.raw_n + int64_t(y0) * W * t.cin, t.cin, y, P);
     float* img = buf_.img[dst_img].data() + n * buf_.img_n;
     const float* prev = src_img >= 0 ? buf_.img[src_img].data() + n * buf_.img_n : nullptr;
     const bool clamp = t.clamp && *t.clamp >= 0.0f;
     const float cl = clamp ? *t.clamp : 0.0f;
     for (int o = 0; o < O; ++o) {
       float* dst = img + o * plane;
-      if (prev) cpu::upsample2d_rows(prev + int64_t(o) * h * h, h, h, 1, m_.up_g, f, y0, y1, dst);
-      float* d = dst + int64_t(y0) * r;
+      if (prev) cpu::upsample2d_rows(prev + int64_t(o) * ih * iw, ih, iw, 1, m_.up_g, f, y0, y1, dst);
+      float* d = dst + int64_t(y0) * W;
       const float* yo = y + o * P;
       const float bias = t.bias[o];
       for (int64_t p = 0; p < P; ++p) {
@@ -532,24 +533,25 @@ void OnednnCpuBackend::torgb_phase(const Block& b, int src_img, int dst_img) {
       }
     }
   });
-  phase_end(t.plan->name.substr(10), int64_t(r) * r * t.cin * t.out);
-  report(int64_t(r) * r * t.cin * t.out);
+  phase_end(t.plan->name.substr(10), int64_t(H) * W * t.cin * t.out);
+  report(int64_t(H) * W * t.cin * t.out);
 }
 
 void OnednnCpuBackend::dump_block(const std::string& dir, const Block& b, int img_index) const {
-  const int r = b.plan->resolution, C = b.plan->out_channels, N = batch_;
-  const std::string tag = dir + "/b" + std::to_string(r);
-  Tensor x({N, C, r, r});
+  const int H = b.plan->height, W = b.plan->width, C = b.plan->out_channels, N = batch_;
+  const int64_t HW = int64_t(H) * W;
+  const std::string tag = dir + "/b" + std::to_string(b.plan->resolution);
+  Tensor x({N, C, H, W});
   for (int n = 0; n < N; ++n)
-    for (int64_t p = 0; p < int64_t(r) * r; ++p)
-      for (int c = 0; c < C; ++c) x[(int64_t(n) * C + c) * r * r + p] = buf_.raw.data()[n * buf_.raw_n + p * C + c];
+    for (int64_t p = 0; p < HW; ++p)
+      for (int c = 0; c < C; ++c) x[(int64_t(n) * C + c) * HW + p] = buf_.raw.data()[n * buf_.raw_n + p * C + c];
   write_npy(tag + "_x.npy", x);
   if (img_index >= 0) {
     const int ic = cfg_.img_channels;
-    Tensor img({N, ic, r, r});
+    Tensor img({N, ic, H, W});
     for (int n = 0; n < N; ++n)
-      std::copy(buf_.img[img_index].data() + n * buf_.img_n, buf_.img[img_index].data() + n * buf_.img_n + ic * r * r,
-                img.data() + int64_t(n) * ic * r * r);
+      std::copy(buf_.img[img_index].data() + n * buf_.img_n, buf_.img[img_index].data() + n * buf_.img_n + ic * HW,
+                img.data() + int64_t(n) * ic * HW);
     write_npy(tag + "_img.npy", img);
   }
 }
@@ -588,12 +590,12 @@ Tensor OnednnCpuBackend::synthesize(const Tensor& ws, const NoiseSpec& noise, co
       }
       if (!dump_dir.empty()) dump_block(dump_dir, b, img);
     }
-    const int R = cfg_.img_resolution, ic = cfg_.img_channels;
-    Tensor out({N, ic, R, R});
+    const int64_t ic = cfg_.img_channels, HW = int64_t(cfg_.height()) * cfg_.width();
+    Tensor out({N, ic, cfg_.height(), cfg_.width()});
     if (img < 0) fail(ErrorKind::internal, "the plan has no ToRGB layer");
     for (int n = 0; n < N; ++n)
-      std::copy(buf_.img[img].data() + n * buf_.img_n, buf_.img[img].data() + n * buf_.img_n + int64_t(ic) * R * R,
-                out.data() + int64_t(n) * ic * R * R);
+      std::copy(buf_.img[img].data() + n * buf_.img_n, buf_.img[img].data() + n * buf_.img_n + ic * HW,
+                out.data() + int64_t(n) * ic * HW);
     return out;
   }
 }

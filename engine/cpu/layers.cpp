@@ -95,8 +95,10 @@ CpuModel::CpuModel(const Model& m, ThreadPool& pool, const CpuTuning& tuning) : 
     c.up = l.up == 2;
     c.cin = l.in_channels;
     c.cout = l.out_channels;
-    c.res = l.resolution;
-    c.in_res = c.up ? c.res / 2 : c.res;
+    c.h = l.height;
+    c.w = l.width;
+    c.in_h = c.up ? c.h / 2 : c.h;
+    c.in_w = c.up ? c.w / 2 : c.w;
     c.s_col = static_cast<int>(s_cols);
     c.d_col = static_cast<int>(d_cols);
     s_cols += c.cin;
@@ -121,14 +123,13 @@ CpuModel::CpuModel(const Model& m, ThreadPool& pool, const CpuTuning& tuning) : 
       c.noise_const.resize(size_t(nc.numel()));
       for (int64_t i = 0; i < nc.numel(); ++i) c.noise_const[size_t(i)] = nc[i] * strength;
       c.noise_off = noise_floats;
-      noise_floats += int64_t(c.res) * c.res;
+      noise_floats += int64_t(c.h) * c.w;
     }
-    const int64_t res2 = int64_t(c.res) * c.res;
-    const int wp = c.in_res + 2 * B;
+    const int64_t res2 = int64_t(c.h) * c.w;
+    const int wp = c.in_w + 2 * B, hp = c.in_h + 2 * B;  // the padded input's width and height
     if (c.up) {
-      const int h = c.in_res;
-      c.macs = int64_t(c.cout) * c.cin * 9 * h * h;
-      c.split = choose_split(c.res, c.res, c.cout, c.macs / c.res, true, tuning);
+      c.macs = int64_t(c.cout) * c.cin * 9 * c.in_h * c.in_w;
+      c.split = choose_split(c.h, c.w, c.cout, c.macs / c.h, true, tuning);
       const int br = c.split.band_rows, cb = c.split.oc_block;
       int64_t off = 0;
       for (int a = 0; a < 2; ++a)
@@ -147,20 +148,20 @@ CpuModel::CpuModel(const Model& m, ThreadPool& pool, const CpuTuning& tuning) : 
           c.parts.push_back(std::move(p));
         }
       c.t_rows = br + f - 1;
-      c.t_cols = c.res + f - 1;
+      c.t_cols = c.w + f - 1;
       c.t_off = off;
       c.tmp_off = c.t_off + int64_t(c.t_rows) * c.t_cols * cb;
-      c.u_off = c.tmp_off + int64_t(c.res + f - 1) * cb;
-      scratch_floats = std::max(scratch_floats, c.u_off + int64_t(c.res) * cb);
-      xa_floats = std::max(xa_floats, int64_t(wp) * wp * c.cin);
+      c.u_off = c.tmp_off + int64_t(c.w + f - 1) * cb;
+      scratch_floats = std::max(scratch_floats, c.u_off + int64_t(c.w) * cb);
+      xa_floats = std::max(xa_floats, int64_t(hp) * wp * c.cin);
     } else {
       c.macs = int64_t(c.cout) * c.cin * 9 * res2;
-      c.split = choose_split(c.res, c.res, c.cout, c.macs / c.res, false, tuning);
+      c.split = choose_split(c.h, c.w, c.cout, c.macs / c.h, false, tuning);
       ConvPart p;
       p.in_row0 = -1 + B;
       c.parts.push_back(std::move(p));
       scratch_floats = std::max(scratch_floats, int64_t(c.split.band_rows) * (wp - 2) * c.split.oc_block);
-      xb_floats = std::max(xb_floats, int64_t(wp) * wp * c.cin);
+      xb_floats = std::max(xb_floats, int64_t(hp) * wp * c.cin);
     }
     total_macs += c.macs;
     return c;
@@ -169,35 +170,37 @@ CpuModel::CpuModel(const Model& m, ThreadPool& pool, const CpuTuning& tuning) : 
   for (const BlockPlan& bp : plan.blocks) {
     Block b;
     b.plan = &bp;
-    const int r = bp.resolution;
+    const int H = bp.height, W = bp.width;
     if (bp.skip) {
       SkipLayer s;
       s.plan = &*bp.skip;
       s.cin = bp.skip->in_channels;
       s.cout = bp.skip->out_channels;
-      s.res = r;
+      s.h = H;
+      s.w = W;
       const Tensor& w = m.at(bp.skip->name + ".weight");
       s.weight.resize(size_t(w.numel()));
       for (int64_t i = 0; i < w.numel(); ++i) s.weight[size_t(i)] = w[i] * bp.skip->weight_gain;
-      const int h = r / 2;
-      s.band_rows = band_rows_for(h, h, int64_t(h) * s.cin * s.cout, false, tuning.unit_macs / 4, tuning);
-      s.bands = h / s.band_rows;
-      s.up_band_rows = band_rows_for(r, r, int64_t(r) * s.cout * 4, false, tuning.unit_macs / 16, tuning);
-      s.up_bands = r / s.up_band_rows;
-      skip_r_floats = std::max(skip_r_floats, int64_t(h) * h * s.cout);
-      skip_s_floats = std::max(skip_s_floats, int64_t(r) * r * s.cout);
-      total_macs += int64_t(h) * h * s.cin * s.cout;
+      const int ih = H / 2, iw = W / 2;
+      s.band_rows = band_rows_for(ih, iw, int64_t(iw) * s.cin * s.cout, false, tuning.unit_macs / 4, tuning);
+      s.bands = ih / s.band_rows;
+      s.up_band_rows = band_rows_for(H, W, int64_t(W) * s.cout * 4, false, tuning.unit_macs / 16, tuning);
+      s.up_bands = H / s.up_band_rows;
+      skip_r_floats = std::max(skip_r_floats, int64_t(ih) * iw * s.cout);
+      skip_s_floats = std::max(skip_s_floats, int64_t(H) * W * s.cout);
+      total_macs += int64_t(ih) * iw * s.cin * s.cout;
       b.skip = std::move(s);
     }
     if (bp.conv0) b.conv0 = conv_layer(*bp.conv0);
     b.conv1 = conv_layer(bp.conv1);
-    raw_floats = std::max(raw_floats, int64_t(r) * r * bp.out_channels);
+    raw_floats = std::max(raw_floats, int64_t(H) * W * bp.out_channels);
     if (bp.torgb) {
       TorgbLayer t;
       t.plan = &*bp.torgb;
       t.cin = bp.torgb->in_channels;
       t.out = bp.torgb->out_channels;
-      t.res = r;
+      t.h = H;
+      t.w = W;
       t.affine = affine(bp.torgb->name);
       t.style_gain = bp.torgb->style_gain;
       t.weight = m.at(bp.torgb->name + ".weight").data();
@@ -205,13 +208,13 @@ CpuModel::CpuModel(const Model& m, ThreadPool& pool, const CpuTuning& tuning) : 
       t.clamp = bp.torgb->clamp;
       t.wmod_off = wmod_floats;
       wmod_floats += int64_t(t.out) * t.cin;
-      t.band_rows = band_rows_for(r, r, int64_t(r) * t.cin * t.out * 4, false, tuning.unit_macs / 16, tuning);
-      t.bands = r / t.band_rows;
-      scratch_floats = std::max(scratch_floats, int64_t(t.out) * t.band_rows * r);
-      total_macs += int64_t(r) * r * t.cin * t.out;
+      t.band_rows = band_rows_for(H, W, int64_t(W) * t.cin * t.out * 4, false, tuning.unit_macs / 16, tuning);
+      t.bands = H / t.band_rows;
+      scratch_floats = std::max(scratch_floats, int64_t(t.out) * t.band_rows * W);
+      total_macs += int64_t(H) * W * t.cin * t.out;
       b.torgb = std::move(t);
     }
-    img_floats = std::max(img_floats, int64_t(r) * r * ic);
+    img_floats = std::max(img_floats, int64_t(H) * W * ic);
     blocks.push_back(std::move(b));
   }
 
@@ -224,7 +227,7 @@ CpuModel::CpuModel(const Model& m, ThreadPool& pool, const CpuTuning& tuning) : 
   std::vector<size_t> pad_bytes(convs.size());
   pool.run(static_cast<int64_t>(convs.size()), [&](int64_t i, int) {
     ConvLayer& c = *convs[size_t(i)];
-    const int wp = c.in_res + 2 * B, cb = c.split.oc_block, br = c.split.band_rows;
+    const int wp = c.in_w + 2 * B, cb = c.split.oc_block, br = c.split.band_rows;
     const float* w = m.at(c.plan->name + ".weight").data();
     for (ConvPart& p : c.parts) {
       int rows_in = br + 2;  // conv1: the band and a row above and below

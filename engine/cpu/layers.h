@@ -64,18 +64,19 @@ struct ConvPart {
 struct ConvLayer {
   const LayerPlan* plan = nullptr;
   bool up = false;
-  int cin = 0, cout = 0, res = 0;  // output resolution
-  int in_res = 0;                  // input resolution (res / 2 when up)
+  int cin = 0, cout = 0;
+  int h = 0, w = 0;                // output height and width (the block's maps; h == w unless non-square)
+  int in_h = 0, in_w = 0;          // input height and width (h / 2, w / 2 when up)
   int s_col = 0, d_col = 0;        // this layer's columns in a sample's styles / dcoefs
   Dense affine;                    // w_dim -> cin
   std::vector<float> q;            // [cout, cin] sum over taps of weight^2
   const float* bias = nullptr;     // [cout] (model tensor)
-  std::vector<float> noise_const;  // [res, res] noise_const * noise_strength, or empty
+  std::vector<float> noise_const;  // [h, w] noise_const * noise_strength, or empty
   int64_t noise_off = -1;          // offset of its maps in a sample's noise buffer (random / given maps)
   Split split;
   std::vector<ConvPart> parts;
   // conv0: the band of the transposed-conv output the FIR reads, rows [y0 - pad0, y1 + f - 1 - pad0)
-  // and columns [-pad0, res + f - 1 - pad0), assembled from the phases; then the FIR's row buffers
+  // and columns [-pad0, w + f - 1 - pad0), assembled from the phases; then the FIR's row buffers
   int t_rows = 0, t_cols = 0;
   int64_t t_off = 0, tmp_off = 0, u_off = 0;
   int64_t macs = 0;  // per sample
@@ -83,8 +84,8 @@ struct ConvLayer {
 
 struct TorgbLayer {
   const LayerPlan* plan = nullptr;
-  int cin = 0, out = 0, res = 0;
-  Dense affine;  // w_dim -> cin
+  int cin = 0, out = 0, h = 0, w = 0;  // output height and width
+  Dense affine;                        // w_dim -> cin
   float style_gain = 1.0f;
   const float* weight = nullptr;  // [out, cin] raw (model tensor)
   const float* bias = nullptr;    // [out]
@@ -95,9 +96,9 @@ struct TorgbLayer {
 
 struct SkipLayer {  // resnet: 1x1 conv (weight * weight_gain), up-sample, * act_gain
   const LayerPlan* plan = nullptr;
-  int cin = 0, cout = 0, res = 0;
-  std::vector<float> weight;     // [cout, cin] times weight_gain
-  int band_rows = 1, bands = 1;  // of the input rows (1x1 conv) and of the output rows (up-sample)
+  int cin = 0, cout = 0, h = 0, w = 0;  // output height and width (the input is h / 2 x w / 2)
+  std::vector<float> weight;            // [cout, cin] times weight_gain
+  int band_rows = 1, bands = 1;         // of the input rows (1x1 conv) and of the output rows (up-sample)
   int up_band_rows = 1, up_bands = 1;
 };
 

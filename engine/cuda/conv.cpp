@@ -146,6 +146,19 @@ ConvChoice choose_conv(const ConvShape& one_image, ConvMath math, const DeviceCa
   const bool implicit_gemm_shape = s.k == 3 && (s.transposed || s.pad == 1);
   const bool data_ok = s.dtype == (math == ConvMath::fp16 ? DType::f16 : DType::f32);
   ConvChoice c;
+  if (s.H != s.W) {
+    // Non-square layers: only the kernels whose every index keeps height and width apart (the
+    // SIMT kernel in fp32, else the direct kernel; cuDNN, general by its API, when batch
+    // invariance is off); the tiled tensor-core kernels are not tested on them.
+    c.impl = fp32 && s.dtype == DType::f32 && implicit_gemm_shape && s.Cin % 8 == 0 && s.Cout % 32 == 0
+                 ? ConvImpl::simt
+                 : ConvImpl::direct;
+    if (!batch_invariant) {
+      c.fallback = c.impl;
+      c.impl = ConvImpl::cudnn;
+    }
+    return c;
+  }
   c.wgmma = caps.wgmma && s.Cout % 64 == 0;
   TcConvArgs probe = tc_args(s, math, c, caps, nullptr, nullptr);
   const bool tc_ok = implicit_gemm_shape && data_ok && tc_conv_shape_ok(probe) && device_runs_tc(caps, probe.operands);

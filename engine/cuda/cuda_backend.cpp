@@ -113,8 +113,9 @@ class CudaBackend final : public Backend, public DeviceBench {
   int64_t bytes_per_image() const override {
     // fp32 worst case: three activation buffers of the widest layer and two images per sample
     int64_t act = 0;
-    for (int r : cfg_.block_resolutions()) act = std::max<int64_t>(act, int64_t(r + 1) * (r + 1) * cfg_.channels_at(r));
-    return 4 * (3 * act + 2 * int64_t(cfg_.img_channels) * cfg_.img_resolution * cfg_.img_resolution);
+    for (int r : cfg_.block_resolutions())
+      act = std::max<int64_t>(act, int64_t(cfg_.block_height(r) + 1) * (cfg_.block_width(r) + 1) * cfg_.channels_at(r));
+    return 4 * (3 * act + 2 * int64_t(cfg_.img_channels) * cfg_.height() * cfg_.width());
   }
   int64_t memory_available() const override {
     size_t free_b = 0, total_b = 0;
@@ -170,8 +171,7 @@ class CudaBackend final : public Backend, public DeviceBench {
   Tensor synthesize(const Tensor& ws, const NoiseSpec& noise, const std::string& dump_dir) override {
     DeviceGuard g(index_);
     const int N = static_cast<int>(ws.dim(0));
-    const int R = cfg_.img_resolution;
-    if (N == 0) return Tensor({0, cfg_.img_channels, R, R});
+    if (N == 0) return Tensor({0, cfg_.img_channels, cfg_.height(), cfg_.width()});
     if (!dump_dir.empty()) detail::make_dirs(dump_dir);
     std::vector<Tensor> parts;
     int b = 0;
@@ -189,7 +189,7 @@ class CudaBackend final : public Backend, public DeviceBench {
         }
         if (n == 1)
           fail_hint(ErrorKind::out_of_memory, "free memory on the GPU (other processes hold it?)", "the GPU ", name(),
-                    " cannot hold even one ", R, "x", R, " image of this model: ", e.message());
+                    " cannot hold even one ", cfg_.width(), "x", cfg_.height(), " image of this model: ", e.message());
         max_ok_batch_ = n / 2;  // split the batch and go on
       }
     }
@@ -239,8 +239,7 @@ class CudaBackend final : public Backend, public DeviceBench {
     SG2_CUDA_CHECK(cudaStreamSynchronize(s));
     for (int i = 0; i < iters; ++i) r.ms.push_back(stop[size_t(i)].since(start[size_t(i)]));
     const int check = std::min(batch, 4);
-    const int R = cfg_.img_resolution;
-    const Tensor out = download(img, {check, cfg_.img_channels, R, R}, s);
+    const Tensor out = download(img, {check, cfg_.img_channels, cfg_.height(), cfg_.width()}, s);
     r.output_finite = true;
     double sum = 0;
     for (float v : out.vec()) {
@@ -330,11 +329,11 @@ class CudaBackend final : public Backend, public DeviceBench {
         const ConvLayer& c = *noise_layers_[size_t(job % L)];
         const int li = c.plan->noise_index;
         if (li < 0) return;
-        const int64_t rr = int64_t(c.plan->resolution) * c.plan->resolution;
+        const int64_t rr = int64_t(c.plan->height) * c.plan->width;
         float* dst = host.data() + size_t(i) * P + c.noise_offset;
         if (noise.mode == NoiseMode::random) {
           const uint64_t key = noise.keys.empty() ? uint64_t(b + i) : noise.keys[size_t(b + i)];
-          const Tensor t = random_noise_map(noise.seed, key, li, c.plan->resolution);
+          const Tensor t = random_noise_map(noise.seed, key, li, c.plan->height, c.plan->width);
           std::copy(t.data(), t.data() + rr, dst);
         } else {
           const Tensor& t = noise.maps[size_t(b + i)][size_t(li)];
@@ -346,7 +345,7 @@ class CudaBackend final : public Backend, public DeviceBench {
     return kind;
   }
 
-  /// Rows [b, b + n) of ws through synthesis; returns the device image [n, C, R, R] (the
+  /// Rows [b, b + n) of ws through synthesis; returns the device image [n, C, H, W] (the
   /// executor's buffer: valid until its next run).
   const float* synthesize_rows(Executor& ex, const Tensor& ws, const NoiseSpec& noise, int b, int n,
                                const std::string& dump_dir) {
@@ -357,8 +356,9 @@ class CudaBackend final : public Backend, public DeviceBench {
     if (dump_dir.empty()) return ex.synthesize(kind, s);
     BlockDumpFn dump = [&](int res, const void* x, DType dt, int C, const float* im) {
       const std::string tag = dump_dir + "/b" + std::to_string(res);
-      if (x) write_npy(tag + "_x.npy", download_nhwc(x, dt, n, res, res, C, s));
-      if (im) write_npy(tag + "_img.npy", download(im, {n, cfg_.img_channels, res, res}, s));
+      const int h = cfg_.block_height(res), w = cfg_.block_width(res);
+      if (x) write_npy(tag + "_x.npy", download_nhwc(x, dt, n, h, w, C, s));
+      if (im) write_npy(tag + "_img.npy", download(im, {n, cfg_.img_channels, h, w}, s));
     };
     return ex.synthesize_eager(kind, s, dump);
   }
@@ -367,8 +367,7 @@ class CudaBackend final : public Backend, public DeviceBench {
   Tensor run_chunk(const Tensor& ws, const NoiseSpec& noise, int b, int n, const std::string& dump_dir) {
     Executor& ex = executor(n);
     const float* img = synthesize_rows(ex, ws, noise, b, n, dump_dir);
-    const int R = cfg_.img_resolution;
-    return download(img, {n, cfg_.img_channels, R, R}, stream_->get());
+    return download(img, {n, cfg_.img_channels, cfg_.height(), cfg_.width()}, stream_->get());
   }
 
   /// The CUDA pipe (batch_pipe.h): per slot a device uint8 (and float) buffer and pinned host
@@ -379,10 +378,10 @@ class CudaBackend final : public Backend, public DeviceBench {
    public:
     Pipe(CudaBackend& be, int batch, PipeOutputs out, int slots) : be_(be), batch_(batch), out_(out), ring_(slots) {
       DeviceGuard g(be_.index_);
-      const int C = be_.cfg_.img_channels, R = be_.cfg_.img_resolution;
-      per_image_ = size_t(C) * R * R;
+      const int C = be_.cfg_.img_channels, H = be_.cfg_.height(), W = be_.cfg_.width();
+      per_image_ = size_t(C) * H * W;
       const int f = std::max(1, out_.downscale);
-      per_u8_ = size_t(C) * (R / f) * (R / f);
+      per_u8_ = size_t(C) * (H / f) * (W / f);
       // --size: the full-size uint8 images of a batch, downscaled into the slot (stream-ordered, so one for all slots)
       if (out_.u8 && f > 1) full_u8_ = DeviceBuffer(size_t(batch) * per_image_, &be_.stats_);
       copy_stream_ = std::make_unique<Stream>();
@@ -431,7 +430,7 @@ class CudaBackend final : public Backend, public DeviceBench {
         DeviceGuard g(be_.index_);
         Slot& sl = slots_[size_t(id)];
         cudaStream_t s = be_.stream_->get();
-        const int C = be_.cfg_.img_channels, R = be_.cfg_.img_resolution;
+        const int C = be_.cfg_.img_channels, H = be_.cfg_.height(), W = be_.cfg_.width();
         int b = 0;
         while (b < n) {  // in pieces the device can hold (halved on out-of-memory, as synthesize)
           const int k = std::min(n - b, be_.max_ok_batch_);
@@ -439,10 +438,10 @@ class CudaBackend final : public Backend, public DeviceBench {
             Executor& ex = be_.executor(k);
             const float* img = be_.synthesize_rows(ex, ws, noise, b, k, std::string());
             if (out_.u8 && !full_u8_)
-              images_to_uint8(img, k, C, R, R, sl.dev_u8.as<uint8_t>() + size_t(b) * per_u8_, s);
+              images_to_uint8(img, k, C, H, W, sl.dev_u8.as<uint8_t>() + size_t(b) * per_u8_, s);
             if (out_.u8 && full_u8_) {
-              images_to_uint8(img, k, C, R, R, full_u8_.as<uint8_t>(), s);
-              box_downscale_u8(full_u8_.as<uint8_t>(), k, R, R, C, out_.downscale,
+              images_to_uint8(img, k, C, H, W, full_u8_.as<uint8_t>(), s);
+              box_downscale_u8(full_u8_.as<uint8_t>(), k, H, W, C, out_.downscale,
                                sl.dev_u8.as<uint8_t>() + size_t(b) * per_u8_, s);
             }
             if (out_.img)
@@ -466,7 +465,8 @@ class CudaBackend final : public Backend, public DeviceBench {
             }
             if (k == 1)
               fail_hint(ErrorKind::out_of_memory, "free memory on the GPU (other processes hold it?)", "the GPU ",
-                        be_.name(), " cannot hold even one ", R, "x", R, " image of this model: ", e.message());
+                        be_.name(), " cannot hold even one ", be_.cfg_.width(), "x", be_.cfg_.height(),
+                        " image of this model: ", e.message());
             be_.max_ok_batch_ = k / 2;
           }
         }

@@ -157,7 +157,7 @@ DeviceModel::DeviceModel(const Model& model, Precision precision, const DeviceCa
       c.noise_const_off = ar.add(model.at(l.name + ".noise_const").vec());
       c.noise_strength = model.at(l.name + ".noise_strength")[0];
       c.noise_offset = noise_per_sample_;
-      noise_per_sample_ += l.resolution * l.resolution;
+      noise_per_sample_ += l.height * l.width;
     }
     c.s_col = add_style_columns(l, I);
     c.dcoef_col = dcoef_cols_;

@@ -103,23 +103,23 @@ Executor::Executor(const DeviceModel& m, int N, cudnnHandle_t cudnn, const Devic
   for (size_t i = 0; i < blocks.size(); ++i) {
     const BlockData& bd = blocks[i];
     const BlockPlan& b = *bd.plan;
-    const int64_t r = b.resolution, C = b.out_channels;
+    const int64_t H = b.height, W = b.width, C = b.out_channels;  // H == W unless non-square
     const DType D = bd.dtype;
-    act_bytes = std::max(act_bytes, sz(N * r * r * C, D));
+    act_bytes = std::max(act_bytes, sz(N * H * W * C, D));
     if (b.in_channels != 0) {
-      const int64_t h = r / 2, Cin = b.in_channels;
-      act_bytes = std::max(act_bytes, sz(N * h * h * Cin, D));
-      act_bytes = std::max(act_bytes, sz(N * (r + 1) * (r + 1) * C, D));  // the transposed conv's output
+      const int64_t h = H / 2, w = W / 2, Cin = b.in_channels;
+      act_bytes = std::max(act_bytes, sz(N * h * w * Cin, D));
+      act_bytes = std::max(act_bytes, sz(N * (H + 1) * (W + 1) * C, D));  // the transposed conv's output
       if (bd.skip) {
-        act_bytes = std::max(act_bytes, sz(N * h * h * C, D));  // the skip conv's output
-        residual_bytes = std::max(residual_bytes, sz(N * r * r * C, DType::f32));
-        skip_in_bytes = std::max(skip_in_bytes, sz(N * h * h * Cin, D));
+        act_bytes = std::max(act_bytes, sz(N * h * w * C, D));  // the skip conv's output
+        residual_bytes = std::max(residual_bytes, sz(N * H * W * C, DType::f32));
+        skip_in_bytes = std::max(skip_in_bytes, sz(N * h * w * Cin, D));
       }
     }
-    dump_bytes = std::max(dump_bytes, sz(N * r * r * C, DType::f32));
+    dump_bytes = std::max(dump_bytes, sz(N * H * W * C, DType::f32));
   }
   // The two activation buffers trade roles after a fused conv1: one size for both.
-  const size_t img_bytes = sz(int64_t(N) * cfg.img_channels * cfg.img_resolution * cfg.img_resolution, DType::f32);
+  const size_t img_bytes = sz(int64_t(N) * cfg.img_channels * cfg.height() * cfg.width(), DType::f32);
   ws_ = DeviceBuffer(sz(int64_t(N) * cfg.num_ws * cfg.w_dim, DType::f32), stats);
   styles_ = DeviceBuffer(sz(int64_t(N) * m.s_cols(), DType::f32), stats);
   input_scales_ = DeviceBuffer(sz(int64_t(N) * m.s_cols(), DType::f32), stats);
@@ -148,10 +148,11 @@ Executor::Executor(const DeviceModel& m, int N, cudnnHandle_t cudnn, const Devic
   for (size_t i = 0; i < blocks.size(); ++i) {
     const BlockData& bd = blocks[i];
     const BlockPlan& b = *bd.plan;
-    const int r = b.resolution, C = b.out_channels;
+    const int H = b.height, W = b.width, C = b.out_channels;
     ConvShape c1;
     c1.N = N;
-    c1.H = c1.W = r;
+    c1.H = H;
+    c1.W = W;
     c1.Cin = C;
     c1.Cout = C;
     c1.dtype = bd.dtype;
@@ -159,19 +160,21 @@ Executor::Executor(const DeviceModel& m, int N, cudnnHandle_t cudnn, const Devic
     if (bd.conv0) {
       ConvShape c0;
       c0.N = N;
-      c0.H = c0.W = r / 2;
+      c0.H = H / 2;
+      c0.W = W / 2;
       c0.Cin = b.in_channels;
       c0.Cout = C;
       c0.transposed = true;
       c0.pad = 0;
       c0.dtype = bd.dtype;
-      if (c0.out_h() != r + 1) fail(ErrorKind::internal, "transposed conv size");
+      if (c0.out_h() != H + 1 || c0.out_w() != W + 1) fail(ErrorKind::internal, "transposed conv size");
       convs_[i].conv0 = make(c0, bd.conv0->math, bd.recipe.conv0);
     }
     if (bd.skip) {
       ConvShape sk;
       sk.N = N;
-      sk.H = sk.W = r / 2;
+      sk.H = H / 2;
+      sk.W = W / 2;
       sk.Cin = b.in_channels;
       sk.Cout = C;
       sk.k = 1;
@@ -284,10 +287,10 @@ void Executor::emit_const(Emit& e, size_t block) {
   const BlockData& bd = m_.blocks()[block];
   const float* k = m_.at(m_.const_off());
   const float* scales = input_scales_.as<float>() + bd.conv1.s_col;
-  const int C = bd.plan->out_channels, S = m_.s_cols(), N = N_;
+  const int C = bd.plan->out_channels, S = m_.s_cols(), N = N_, H = bd.plan->height, W = bd.plan->width;
   const DType D = bd.dtype;
   void* out = e.act;
-  e.steps.push_back({[=](cudaStream_t st) { modulate_const(k, C, 4, 4, scales, S, N, D, out, st); },
+  e.steps.push_back({[=](cudaStream_t st) { modulate_const(k, C, H, W, scales, S, N, D, out, st); },
                      "b" + std::to_string(bd.plan->resolution) + ".const"});
 }
 
@@ -301,14 +304,15 @@ void Executor::emit_skip(Emit& e, size_t block) {
   void* tmp = e.conv_out;
   float* out = residual_.as<float>();
   const float* filter = m_.at(m_.filter_off());
-  const int fsize = m_.plan().filter_size, N = N_, C = bd.plan->out_channels, h = bd.plan->resolution / 2;
+  const int fsize = m_.plan().filter_size, N = N_, C = bd.plan->out_channels, h = bd.plan->height / 2,
+            w2 = bd.plan->width / 2;
   const float gain = bd.skip->plan->act_gain;
   const DType D = bd.dtype;
   void* wsp = workspace_.get();
   const size_t wsb = workspace_.bytes();
   e.steps.push_back({[=](cudaStream_t st) {
                        conv->run(in, w, tmp, wsp, wsb, st);
-                       upsample2d_nhwc(tmp, D, N, h, h, C, filter, fsize, gain, out, st);
+                       upsample2d_nhwc(tmp, D, N, h, w2, C, filter, fsize, gain, out, st);
                      },
                      "b" + std::to_string(bd.plan->resolution) + ".skip"});
 }
@@ -329,14 +333,16 @@ void Executor::emit_conv0(Emit& e, size_t block) {
     const size_t wsb = workspace_.bytes();
     e.steps.push_back({[=](cudaStream_t st) { conv->run(x, w, y, wsp, wsb, st); }, tag + ".conv0"});
   }
-  const int r = b.resolution, fsize = m_.plan().filter_size;
+  const int fsize = m_.plan().filter_size;
   UpEpilogueArgs u;
   u.N = N_;
-  u.H = u.W = r;
+  u.H = b.height;
+  u.W = b.width;
   u.C = b.out_channels;
-  u.TH = u.TW = r + 1;
+  u.TH = b.height + 1;
+  u.TW = b.width + 1;
   u.pad0 = (fsize + 1) / 2 - 1;
-  if (u.TH + u.pad0 + (fsize - 2) / 2 - fsize + 1 != r)
+  if (u.TH + u.pad0 + (fsize - 2) / 2 - fsize + 1 != b.height)
     fail(ErrorKind::unsupported, "a resample filter of ", fsize, " taps is not supported by the CUDA backend");
   u.t_dtype = bd.dtype;
   u.t = e.conv_out;
@@ -370,7 +376,8 @@ void Executor::emit_conv1(Emit& e, size_t block) {
   const std::string tag = "b" + std::to_string(b.resolution);
   EpilogueArgs ep;
   ep.N = N_;
-  ep.H = ep.W = b.resolution;
+  ep.H = b.height;
+  ep.W = b.width;
   ep.C = b.out_channels;
   ep.y_dtype = bd.dtype;
   ep.y = e.conv_out;

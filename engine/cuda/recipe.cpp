@@ -32,17 +32,19 @@ std::vector<BlockRecipe> make_recipes(const SynthesisPlan& plan, int img_channel
     r.dtype = block_dtype(b, precision);
     r.math = conv_math(r.dtype, precision);
     r.separable_upconv = plan.filter_size == 4 && !plan.filter1d.empty();
-    const int res = b.resolution, C = b.out_channels;
+    const int C = b.out_channels;
     ConvShape c1;  // the shapes of one image (the choice never depends on the batch)
     c1.N = 1;
-    c1.H = c1.W = res;
+    c1.H = b.height;
+    c1.W = b.width;
     c1.Cin = C;
     c1.Cout = C;
     c1.dtype = r.dtype;
     r.conv1 = choose_conv(c1, r.math, caps, batch_invariant);
     if (b.in_channels > 0) {
       ConvShape c0 = c1;
-      c0.H = c0.W = res / 2;
+      c0.H = b.height / 2;
+      c0.W = b.width / 2;
       c0.Cin = b.in_channels;
       c0.transposed = true;
       c0.pad = 0;
@@ -61,8 +63,9 @@ std::vector<BlockRecipe> make_recipes(const SynthesisPlan& plan, int img_channel
     BlockRecipe& r = out[i];
     r.out_dtype = i + 1 < out.size() ? out[i + 1].dtype : r.dtype;
     const int rgb = b.torgb ? img_channels : 0;
-    r.fused_conv1 = r.dtype == DType::f16 && r.out_dtype == DType::f16 && !b.skip &&
-                    fused_conv_f16_shape_ok(b.out_channels, b.resolution, b.resolution, rgb, caps.smem_per_block_optin);
+    // Non-square blocks (height != width) never fuse: the fused kernel is not tested on them.
+    r.fused_conv1 = r.dtype == DType::f16 && r.out_dtype == DType::f16 && !b.skip && b.height == b.width &&
+                    fused_conv_f16_shape_ok(b.out_channels, b.height, b.width, rgb, caps.smem_per_block_optin);
   }
   return out;
 }

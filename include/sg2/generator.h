@@ -84,14 +84,17 @@ struct NoiseSpec {
   uint64_t seed = 0;
   std::vector<uint64_t> keys;
   /// const mode only, optional: per-sample replacement of the noise_const maps,
-  /// maps[n][l] = [r, r] float32 for every noise layer l in noise_layers() order (the TF
-  /// run_generator convention, spec §8.2). Empty = use the stored maps.
+  /// maps[n][l] = [r, r] ([height, width] when non-square) float32 for every noise layer l in noise_layers() order (the
+  /// TF run_generator convention, spec §8.2). Empty = use the stored maps.
   std::vector<std::vector<Tensor>> maps;
 };
 
 /// The deterministic random noise map of one (seed, key, noise layer): [r, r] float32 N(0,1)
 /// from a counter-based generator. Same values on every backend and batch size.
 Tensor random_noise_map(uint64_t seed, uint64_t key, int layer_index, int resolution);
+/// The same for a non-square noise map [height, width] (NoiseLayer::height / width): element i
+/// of the row-major map is drawn as element i of the square one, so (r, r) gives the map above.
+Tensor random_noise_map(uint64_t seed, uint64_t key, int layer_index, int height, int width);
 
 struct GeneratorOptions {
   std::optional<Device> device;  ///< default: Device::best_available()

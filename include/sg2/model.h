@@ -54,7 +54,16 @@ struct ModelConfig {
   int c_dim = 0;
   int w_dim = 512;
   int num_ws = 18;  ///< 2*log2(img_resolution) - 2
+  /// The larger image side and the block names' resolution (b4 ... b{img_resolution}); for a
+  /// square network the image is img_resolution x img_resolution.
   int img_resolution = 1024;
+  /// Non-square networks (StyleGAN-Human's 1024x512, rectangular forks): the image height and
+  /// width; 0 = img_resolution. The larger equals img_resolution, the smaller is img_resolution / 2
+  /// or / 4 (the const is [C, 4 * img_height / img_resolution, 4 * img_width / img_resolution]).
+  /// Model file key `img_height` / `img_width`, written only when the network is not square
+  /// (format_version 2; design.md §5).
+  int img_height = 0;
+  int img_width = 0;
   int img_channels = 3;
   MappingConfig mapping;
   SynthesisConfig synthesis;
@@ -65,6 +74,14 @@ struct ModelConfig {
 
   /// Block resolutions 4, 8, ..., img_resolution.
   std::vector<int> block_resolutions() const;
+  /// The image height and width (img_resolution when img_height / img_width are 0).
+  int height() const { return img_height > 0 ? img_height : img_resolution; }
+  int width() const { return img_width > 0 ? img_width : img_resolution; }
+  bool square() const { return height() == width(); }
+  /// The feature maps of block `res` (and its noise maps): res * height() / img_resolution rows,
+  /// res * width() / img_resolution columns; res for a square network.
+  int block_height(int res) const;
+  int block_width(int res) const;
   /// Channels of block `res`; throws Error(invalid_argument) for a resolution not in the net.
   int channels_at(int res) const;
   /// Throws Error(bad_file) naming the first inconsistency (num_ws vs resolution, missing
@@ -152,7 +169,9 @@ ModelConfig config_from_json(const std::string& json_text, const std::string& wh
 /// noise{2k-5} -> b{2^k}.conv0, noise{2k-4} -> b{2^k}.conv1), num_ws - 1 entries.
 struct NoiseLayer {
   std::string layer;  ///< "synthesis.b8.conv0"
-  int resolution;     ///< side of its [r, r] noise map
+  int resolution;     ///< its block's resolution: the side of its [r, r] noise map when square
+  int height = 0;     ///< its noise map is [height, width] (both = resolution when square)
+  int width = 0;
 };
 std::vector<NoiseLayer> noise_layers(const ModelConfig& config);
 

@@ -60,7 +60,8 @@ typedef struct sg2_options {
   int max_batch;         /**< largest batch run at once; 0 = backend default */
 } sg2_options;
 
-/** The model's dimensions. */
+/** The model's dimensions. img_resolution is the larger image side; a non-square network
+ *  (StyleGAN-Human's 1024x512) has an image of sg2_generator_image_size's height x width. */
 typedef struct sg2_model_info {
   int z_dim, c_dim, w_dim, num_ws, img_resolution, img_channels;
 } sg2_model_info;
@@ -90,13 +91,19 @@ void sg2_generator_close(sg2_generator* generator);
 
 sg2_status sg2_generator_info(const sg2_generator* generator, sg2_model_info* out);
 
+/** The image's height and width (both img_resolution for a square network). Images of a
+ *  non-square network are [n, img_channels, height, width]: height * width floats per channel,
+ *  never more than the img_resolution^2 a caller of sg2_generator_info alone allocates. */
+sg2_status sg2_generator_image_size(const sg2_generator* generator, int* height, int* width);
+
 /** Mapping: z [n, z_dim], c [n, c_dim] one-hot (NULL for unconditional models) ->
  *  ws_out [n, num_ws, w_dim]. Truncation toward w_avg with psi on ws rows [0, cutoff); cutoff < 0
  *  truncates every row. */
 sg2_status sg2_map(sg2_generator* generator, const float* z, const float* c, int64_t n, float psi, int cutoff,
                    float* ws_out);
 
-/** Synthesis: ws [n, num_ws, w_dim] -> img_out [n, img_channels, R, R], nominally in [-1, 1]. No
+/** Synthesis: ws [n, num_ws, w_dim] -> img_out [n, img_channels, H, W] (R x R when square;
+ *  sg2_generator_image_size), nominally in [-1, 1]. No
  *  truncation. For SG2_NOISE_RANDOM, sample i's noise depends on (noise_seed, keys[i]); keys NULL
  *  means keys[i] = i. */
 sg2_status sg2_synthesize(sg2_generator* generator, const float* ws, int64_t n, sg2_noise_mode noise_mode,
@@ -105,7 +112,7 @@ sg2_status sg2_synthesize(sg2_generator* generator, const float* ws, int64_t n, 
 /** generate.py for a list of seeds: z = RandomState(seed).randn(1, z_dim), label class_idx
  *  (required, in [0, c_dim), for conditional models; pass -1 for unconditional ones), truncation
  *  psi on all rows, noise mode (random noise keyed by the seed, noise seed 0) -> img_out
- *  [n, img_channels, R, R]. */
+ *  [n, img_channels, H, W] (sg2_generator_image_size). */
 sg2_status sg2_generate_seeds(sg2_generator* generator, const uint32_t* seeds, int64_t n, int class_idx, float psi,
                               sg2_noise_mode noise_mode, float* img_out);
 

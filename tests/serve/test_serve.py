@@ -478,6 +478,23 @@ class Stress(unittest.TestCase):
             self.assertEqual(srv.terminate(), 0)
 
 
+class NonSquare(unittest.TestCase):
+    """A non-square network (StyleGAN-Human's layout, 32 high, 16 wide): /v1/model gives width and height,
+    and /v1/generate answers the CLI's PNG bytes."""
+
+    def test_model_and_png(self):
+        net = os.path.join(ROOT, 'tests', 'data', 'nonsquare', 'human_skip32x16', 'network-snapshot.pkl')
+        with tempfile.TemporaryDirectory(prefix='sg2_serve_ns_') as d, Server(SG2, '--network', net) as srv:
+            s, h, b = srv.get('/v1/model')
+            self.assertEqual(s, 200, b)
+            m = json.loads(b)
+            self.assertEqual((m['resolution'], m['width'], m['height']), (32, 16, 32))
+            s, h, png = srv.get('/v1/generate?seed=7')
+            self.assertEqual(s, 200, png[:300])
+            run_cli(SG2, 'generate', '--network', net, '--seeds', '7', '--device', 'cpu', '--outdir', d, '-q')
+            self.assertEqual(png, read(os.path.join(d, 'seed0007.png')))
+
+
 if __name__ == '__main__':
     if len(sys.argv) < 2:
         sys.exit('usage: test_serve.py PATH/TO/sg2 [unittest arguments]')
