@@ -71,10 +71,18 @@ TEST(GpuArchives, CudaStylesMatchTheCpuBackends) {
     for (Precision p : {Precision::fp32, Precision::automatic}) {
       Generator gpu(m, options(Device{Device::Kind::cuda, 0}, p, 4));
       const Streamed got = run(gpu, seeds, 4, true, 1);  // batches of 4, 4, 1: every slot row used
+      const Streamed alone = run(gpu, seeds, 1, true, 1);
       ASSERT_EQ(got.styles.size(), seeds.size());
       const std::vector<StyleLayer> layers = style_layers(m.config);
       for (size_t i = 0; i < seeds.size(); ++i) {
-        ASSERT_EQ(got.ws[i], want.ws[i]) << "the mapping differs: image " << i;
+        // the GPU's own bits do not depend on the batch (batch invariance)
+        EXPECT_EQ(got.styles[i], alone.styles[i]) << to_string(p) << ", image " << i;
+        EXPECT_EQ(got.ws[i], alone.ws[i]) << to_string(p) << ", image " << i;
+        // the mapping's fully connected layers sum in another order on the GPU: ws within design.md's 2e-5
+        double ws_worst = 0;
+        for (size_t j = 0; j < got.ws[i].size(); ++j)
+          ws_worst = std::max(ws_worst, double(std::fabs(got.ws[i][j] - want.ws[i][j])));
+        EXPECT_LE(ws_worst, 2e-5) << "the mapping differs: image " << i;
         for (const StyleLayer& l : layers) {
           double worst = 0;
           for (int j = 0; j < l.dims; ++j) {
