@@ -62,7 +62,9 @@ zf = zipfile.ZipFile(npz)
 print('members:', [(i.filename, i.file_size) for i in zf.infolist()])
 def head(name, rows):  # the first rows of a member without reading it all (np.lib.format on the open member)
     with zf.open(name + '.npy') as f:
-        ver = np.lib.format.read_magic(f); shape, fo, dt = np.lib.format._read_array_header(f, ver)
+        ver = np.lib.format.read_magic(f)
+        read = np.lib.format.read_array_header_1_0 if ver == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, fo, dt = read(f)
         n = int(np.prod(shape[1:])) * rows
         return shape, np.frombuffer(f.read(n * dt.itemsize), dtype=dt).reshape((rows,) + tuple(shape[1:]))
 shape, seeds = head('seeds', 8); _, z = head('z', 8); wshape, w = head('w', 8)
