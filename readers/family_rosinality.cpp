@@ -12,6 +12,10 @@
 //   to_rgb1.* / to_rgbs.{k}.*            -> synthesis.b4.torgb.* / b{2^(k+3)}.torgb.* (bias [1,C,1,1] -> [C])
 //   noises.noise_0 / noise_{2k+1} / noise_{2k+2} [1,1,r,r] -> b4.conv1 / b{2^(k+3)}.conv0 / .conv1 noise_const
 //   latent_avg (convert_weight.py checkpoints only) -> mapping.w_avg
+// Non-square: StyleGAN-Human's fork (torch_utils/models.py) has input.input [1,C,4,2] and noise
+// buffers [1,1,r,r/2] (r the block's larger side: 1024x512 people); its mirror [1,C,2,4] with
+// [1,1,r/2,r] buffers is the same code with the axes swapped, so it is read too. Any other
+// non-square const is refused: no fork ships one to check it against.
 // The blur / upsample `kernel` buffers hold the resample filter times up^2; its taps go into the
 // config. rosinality networks are always 'skip', unconditional, z_dim = w_dim = style_dim, no
 // conv_clamp, no fp16, mapping lr_multiplier 0.01 (`lr_mlp`, which train.py does not expose).
@@ -101,6 +105,22 @@ Conversion RosinalityConverter::run(const Node* top, const Node* g_ema) {
     fail(ErrorKind::bad_file, what_, ": ", n_convs, " convs layers cannot form a generator");
   cfg.img_resolution = 1 << log2s;
   cfg.num_ws = 2 * log2s - 2;
+  // The const's shape tells a non-square fork: every block's maps have its aspect ratio.
+  const auto is = shape("input.input");
+  if (is.size() != 4 || is[0] != 1)
+    fail(ErrorKind::unsupported, what_, ": unsupported: input.input has shape ", shape_to_string(is),
+         " (a custom input, not [1, C, H, W])");
+  const bool fork = (is[2] == 4 && is[3] == 2) || (is[2] == 2 && is[3] == 4);
+  if (is[2] != is[3] && !fork)
+    fail(ErrorKind::unsupported, what_, ": unsupported non-square network: input.input is ", is[2], "x", is[3],
+         " pixels (height x width); sg2 reads the rosinality fork of StyleGAN-Human (a 4x2 const, its noise maps "
+         "[r, r/2]) and its 2x4 mirror, and no fork with this shape is known to check its layout against");
+  const int64_t ch = fork ? is[2] : 4, cw = fork ? is[3] : 4;  // a square const other than 4x4: refused below
+  set_const_shape(cfg, ch, cw, what_, "input.input");
+  const std::string dims = std::to_string(cfg.width()) + "x" + std::to_string(cfg.height());
+  // Block r's maps: [r, r] when square, else [r * ch / 4, r * cw / 4] (the const's aspect ratio).
+  auto map_h = [&](int64_t r) { return r * ch / 4; };
+  auto map_w = [&](int64_t r) { return r * cw / 4; };
   // The noise buffers noises.noise_0 ... noise_{num_ws-2}: all of them, or none at all (state dicts
   // saved without buffers). A partial set is a damaged file: name what is missing.
   std::vector<std::string> missing_noise;
@@ -113,8 +133,7 @@ Conversion RosinalityConverter::run(const Node* top, const Node* g_ema) {
   }
   if (n_noise > 0 && !missing_noise.empty())
     fail(ErrorKind::bad_file, what_, ": the state dict lacks ", name_list(missing_noise, 4), " (", n_noise, " of the ",
-         cfg.num_ws - 1, " noise buffers of a ", cfg.img_resolution, "x", cfg.img_resolution,
-         " generator are present)");
+         cfg.num_ws - 1, " noise buffers of a ", dims, " generator are present)");
   if (n_noise == 0) {
     cfg.noise_const_missing = true;
     out.config_warnings.push_back(
@@ -174,20 +193,23 @@ Conversion RosinalityConverter::run(const Node* top, const Node* g_ema) {
     T["mapping.w_avg"] = Tensor({D});
   }
   const int64_t C4 = cfg.synthesis.channels[4];
-  if (const auto is = shape("input.input"); is.size() == 4 && is[2] != is[3])
-    fail(ErrorKind::unsupported, what_, ": unsupported: a non-square rosinality fork (input.input is ", is[2], "x",
-         is[3], "); sg2 runs non-square networks from StyleGAN-Human (ADA) pickles, not yet this layout");
-  T["synthesis.b4.const"] = read("input.input", {1, C4, 4, 4}, {C4, 4, 4});
+  T["synthesis.b4.const"] = read("input.input", {1, C4, ch, cw}, {C4, ch, cw});
   auto layer = [&](const std::string& src, const std::string& dst, int64_t ci, int64_t co, int noise, int64_t r) {
     T[dst + "weight"] = read(src + "conv.weight", {1, co, ci, 3, 3}, {co, ci, 3, 3});
     T[dst + "bias"] = read(src + "activate.bias", {co}, {co});
     T[dst + "affine.weight"] = read(src + "conv.modulation.weight", {ci, D}, {ci, D});
     T[dst + "affine.bias"] = read(src + "conv.modulation.bias", {ci}, {ci});
     T[dst + "noise_strength"] = read(src + "noise.weight", {1}, {});
+    const int64_t h = map_h(r), w = map_w(r);
     if (n_noise > 0) {
-      T[dst + "noise_const"] = read("noises.noise_" + std::to_string(noise), {1, 1, r, r}, {r, r});
+      const std::string n = "noises.noise_" + std::to_string(noise);
+      if (auto s = shape(n); s != std::vector<int64_t>{1, 1, h, w})
+        fail(ErrorKind::bad_file, what_, ": '", n, "' has shape ", shape_to_string(s), ", expected [1, 1, ", h, ", ", w,
+             "]: inconsistent with input.input's ", ch, "x", cw, " (height x width), which makes block ", r, "'s maps ",
+             h, "x", w);
+      T[dst + "noise_const"] = read(n, {1, 1, h, w}, {h, w});
     } else {
-      T[dst + "noise_const"] = Tensor({r, r});
+      T[dst + "noise_const"] = Tensor({h, w});
     }
   };
   auto torgb = [&](const std::string& src, const std::string& dst, int64_t c) {

@@ -149,7 +149,9 @@ Conversion TfConverter::run(const Node* gs) {
   }
   if (!rect.empty())
     fail(ErrorKind::unsupported, what_, ": unsupported: a rectangular (non-square) generator from a StyleGAN2 fork (",
-         rect, "); sg2 runs non-square networks from StyleGAN-Human (ADA) pickles, not yet this TensorFlow layout");
+         rect,
+         "); sg2 runs StyleGAN-Human's non-square networks (its ADA pickles and rosinality-fork checkpoints), not "
+         "this TensorFlow layout: no fork's code was at hand to check it against");
   if (!has("synthesis/4x4/Conv/mod_weight"))
     fail(ErrorKind::unsupported, what_, ": unsupported: the TensorFlow network '",
          pickle::printable(pickle::as_str(pickle::attr(gs, "name")).value_or("?")),

@@ -257,8 +257,17 @@ TEST(Digits32Goldens, ReferenceOpsReproduceEveryGolden) {
   check_digits32(o);
 }
 
-TEST(RosinalityGoldens, ConvertedModelReproducesEveryCall) {
-  const std::string dir = test::source_path("tests/data/fixtures/rosinality64") + "/";
+std::vector<Case> rosinality_cases() {
+  return {{"rosinality64", "tests/data/fixtures/rosinality64"},
+          // non-square: StyleGAN-Human's rosinality fork (tests/data/nonsquare/make_stylegan_human_rosinality.py)
+          {"human_rosinality32x16", "tests/data/nonsquare/human_rosinality32x16"}};
+}
+
+class RosinalityGoldens : public ::testing::TestWithParam<Case> {};
+
+TEST_P(RosinalityGoldens, ConvertedModelReproducesEveryCall) {
+  const Case& cs = GetParam();
+  const std::string dir = test::source_path(cs.dir) + "/";
   const json m = read_json(dir + "manifest.json");
   Model model = convert_checkpoint(dir + m["model_file"].get<std::string>());
   EXPECT_EQ(model.provenance.source_family, "rosinality");
@@ -268,7 +277,7 @@ TEST(RosinalityGoldens, ConvertedModelReproducesEveryCall) {
   const ModelConfig& cfg = gen.config();
   int checked = 0;
   for (const json& g : m["goldens"]) {
-    const std::string label = "rosinality64 " + g["img"].get<std::string>();
+    const std::string label = cs.name + " " + g["img"].get<std::string>();
     const std::string call = g["call"].get<std::string>();
     Tensor img;
     if (g.contains("wplus")) {  // g_ema([wplus], input_is_latent=True, randomize_noise=False)
@@ -304,8 +313,8 @@ TEST(RosinalityGoldens, ConvertedModelReproducesEveryCall) {
         std::vector<Tensor> maps;
         const auto layers = noise_layers(cfg);
         for (size_t l = 0; l < g["noise"].size(); ++l)
-          maps.push_back(read_npy_tensor(dir + g["noise"][l].get<std::string>())
-                             .reshaped({layers[l].resolution, layers[l].resolution}));
+          maps.push_back(
+              read_npy_tensor(dir + g["noise"][l].get<std::string>()).reshaped({layers[l].height, layers[l].width}));
         noise.maps = {maps};
       }
       img = gen.synthesize(ws, noise);
@@ -318,6 +327,13 @@ TEST(RosinalityGoldens, ConvertedModelReproducesEveryCall) {
     ++checked;
   }
   EXPECT_EQ(checked, static_cast<int>(m["goldens"].size()));
+  if (m["config"].contains("img_height")) {  // a non-square fork: the image is height x width
+    EXPECT_EQ(cfg.height(), m["config"]["img_height"].get<int>());
+    EXPECT_EQ(cfg.width(), m["config"]["img_width"].get<int>());
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Cases, RosinalityGoldens, ::testing::ValuesIn(rosinality_cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
 
 }  // namespace

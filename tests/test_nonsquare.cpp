@@ -295,3 +295,215 @@ TEST(NonSquareCli, EveryCommandWritesTheAspectRatio) {
   r = run_cli({"bench", "--network", model, "--device", "cpu", "--batch", "1", "--iters", "1", "--warmup", "0", "-q"});
   EXPECT_EQ(r.status, 0) << r.err;
 }
+
+// --- StyleGAN-Human's rosinality fork (torch_utils/models.py): a [1, C, 4, 2] input.input, noise
+// buffers [1, 1, r, r / 2]; tests/data/nonsquare/human_rosinality32x16, its goldens in test_goldens.cpp.
+
+namespace {
+
+const std::string kHumanRos = "tests/data/nonsquare/human_rosinality32x16";
+
+/// A pickle int as torch's pickler writes small ones (BININT1, BININT2).
+std::string pint(int v) {
+  if (v < 256) return std::string("K") + char(v);
+  return std::string("M") + char(v & 255) + char(v >> 8);
+}
+/// The pickle text of a tuple of ints (MARK ... TUPLE).
+std::string ptuple(std::initializer_list<int> v) {
+  std::string s = "(";
+  for (int x : v) s += pint(x);
+  return s + "t";
+}
+
+/// One edit of the checkpoint's data.pkl: the first `from` after the key `after` (every `from`
+/// when `after` is empty) becomes `to`, of the same length.
+struct PklEdit {
+  std::string after, from, to;
+};
+
+std::string pkl_key(const std::string& name) {
+  std::string s = "X";
+  for (int i = 0; i < 4; ++i) s += char(uint8_t(uint32_t(name.size()) >> (8 * i)));
+  return s + name;
+}
+
+/// The fixture's checkpoint with data.pkl edited and its CRC-32s (the data descriptor's and the
+/// central directory's) recomputed: tensors of other shapes or strides in the documented format.
+/// `replaced` counts the replacements.
+std::string edited_checkpoint(const std::vector<PklEdit>& edits, int* replaced = nullptr) {
+  std::string b = slurp(source_path(kHumanRos + "/checkpoint.pt"));
+  const readers::ZipArchive zip(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "checkpoint.pt");
+  const readers::ZipEntry* e = zip.find("checkpoint/data.pkl");
+  EXPECT_NE(e, nullptr);
+  if (e == nullptr) return b;
+  std::string pkl = b.substr(size_t(e->data_offset), size_t(e->size));
+  int n = 0;
+  for (const PklEdit& ed : edits) {
+    EXPECT_EQ(ed.from.size(), ed.to.size());
+    if (ed.after.empty()) {
+      for (size_t at = pkl.find(ed.from); at != std::string::npos; at = pkl.find(ed.from, at + ed.to.size())) {
+        pkl.replace(at, ed.to.size(), ed.to);
+        ++n;
+      }
+      continue;
+    }
+    const size_t key = pkl.find(pkl_key(ed.after));
+    EXPECT_NE(key, std::string::npos) << ed.after;
+    const size_t at = key == std::string::npos ? key : pkl.find(ed.from, key);
+    EXPECT_NE(at, std::string::npos) << ed.after;
+    if (at == std::string::npos) continue;
+    pkl.replace(at, ed.to.size(), ed.to);
+    ++n;
+  }
+  b.replace(size_t(e->data_offset), pkl.size(), pkl);
+  const uint32_t crc = readers::crc32(reinterpret_cast<const uint8_t*>(pkl.data()), pkl.size());
+  auto put32 = [&](size_t o, uint32_t v) {
+    for (int i = 0; i < 4; ++i) b[o + size_t(i)] = char(uint8_t(v >> (8 * i)));
+  };
+  const size_t end = size_t(e->data_offset + e->size);  // data descriptor: [PK\7\8] crc csize usize
+  put32(b.compare(end, 4, "PK\x07\x08") == 0 ? end + 4 : end, crc);
+  const std::string central = std::string("PK\x01\x02");
+  for (size_t at = b.find(central); at != std::string::npos; at = b.find(central, at + 4))
+    if (b.compare(at + 46, e->name.size(), e->name) == 0) put32(at + 16, crc);
+  if (replaced) *replaced = n;
+  return b;
+}
+
+ConvertResult convert_bytes(const std::string& b) {
+  return convert_checkpoint_memory(reinterpret_cast<const uint8_t*>(b.data()), b.size(), "checkpoint.pt");
+}
+
+/// [1, C, H, W] -> [1, C, W, H].
+Tensor transposed(const Tensor& t) {
+  const int64_t C = t.dim(1), H = t.dim(2), W = t.dim(3);
+  Tensor o({1, C, W, H});
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t y = 0; y < H; ++y)
+      for (int64_t x = 0; x < W; ++x) o[(c * W + x) * H + y] = t[(c * H + y) * W + x];
+  return o;
+}
+
+/// Edits that turn noise buffer `i` of h x w into its w x h transpose (the same storage).
+std::vector<PklEdit> transpose_noise(int i, int h, int w) {
+  const std::string k = "noises.noise_" + std::to_string(i);
+  return {{k, ptuple({1, 1, h, w}), ptuple({1, 1, w, h})},
+          {k, ptuple({h * w, h * w, w, 1}), ptuple({h * w, h * w, 1, w})}};
+}
+
+}  // namespace
+
+TEST(NonSquareRosinality, ForkCheckpointIsReadAsItsCodeBuildsIt) {
+  const ConvertResult r = convert_checkpoint_report(source_path(kHumanRos + "/checkpoint.pt"));
+  const Model& m = r.model;
+  EXPECT_EQ(m.provenance.source_family, "rosinality");
+  EXPECT_EQ(m.config.img_resolution, 32);
+  EXPECT_EQ(m.config.height(), 32);
+  EXPECT_EQ(m.config.width(), 16);
+  EXPECT_EQ(m.at("synthesis.b4.const").shape(), (std::vector<int64_t>{8, 4, 2}));
+  EXPECT_EQ(m.at("synthesis.b4.conv1.noise_const").shape(), (std::vector<int64_t>{4, 2}));
+  EXPECT_EQ(m.at("synthesis.b32.conv1.noise_const").shape(), (std::vector<int64_t>{32, 16}));
+  // noises.noise_1 (b8.conv0) as the fork stored it: [1, 1, 8, 4]
+  const Tensor golden = read_npy_tensor(source_path(kHumanRos + "/noise_l1.npy"));
+  EXPECT_TRUE(tensors_near(m.at("synthesis.b8.conv0.noise_const"), golden.reshaped({8, 4}), 0, "noise_1"));
+  // The model file keeps it: format_version 2, the same tensors.
+  const std::string dir = temp_dir("ns_ros");
+  save_model_file(dir + "/r.safetensors", m);
+  const Model back = load_model_file(dir + "/r.safetensors");
+  EXPECT_EQ(back.config.height(), 32);
+  EXPECT_EQ(back.config.width(), 16);
+  for (const auto& [name, t] : m.tensors) EXPECT_TRUE(tensors_near(back.at(name), t, 0, name));
+}
+
+TEST(NonSquareRosinality, TheMirroredLayoutIsTheTransposedImage) {
+  // The fork's checkpoint with every spatial tensor transposed in place (shapes and strides over
+  // the same storage): input.input [1, 8, 2, 4], noise maps [1, 1, r / 2, r], 3x3 kernels
+  // transposed. The blur kernel is symmetric, so the network draws the transposed image.
+  std::vector<PklEdit> edits = {{"input.input", ptuple({1, 8, 4, 2}), ptuple({1, 8, 2, 4})},
+                                {"input.input", ptuple({64, 8, 2, 1}), ptuple({64, 8, 1, 2})},
+                                {"", pint(9) + pint(3) + pint(1) + "t", pint(9) + pint(1) + pint(3) + "t"}};
+  for (int i = 0; i < 7; ++i) {
+    const int r = 4 << ((i + 1) / 2);
+    for (const PklEdit& e : transpose_noise(i, r, r / 2)) edits.push_back(e);
+  }
+  int replaced = 0;
+  const std::string b = edited_checkpoint(edits, &replaced);
+  EXPECT_EQ(replaced, 2 + 7 + 14);  // the const, 7 conv kernels, 7 noise maps
+  const ConvertResult r = convert_bytes(b);
+  EXPECT_EQ(r.model.config.height(), 16);
+  EXPECT_EQ(r.model.config.width(), 32);
+  EXPECT_EQ(r.model.at("synthesis.b16.conv0.noise_const").shape(), (std::vector<int64_t>{8, 16}));
+  Generator gen(r.model, cpu());
+  const std::string dir = source_path(kHumanRos) + "/";
+  for (int seed : {0, 5}) {
+    const std::string s = std::to_string(seed);
+    for (const auto& [ws, img] :
+         {std::pair<std::string, std::string>{"latents_s" + s, "img_s" + s + "_trunc1_fixednoise"},
+          {"wplus_s" + s, "img_s" + s + "_wplus_fixednoise"}}) {
+      const Tensor got = gen.synthesize(read_npy_tensor(dir + ws + ".npy"));
+      ASSERT_EQ(got.shape(), (std::vector<int64_t>{1, 3, 16, 32}));
+      EXPECT_TRUE(tensors_near(got, transposed(read_npy_tensor(dir + img + ".npy")), 1e-4, "mirrored " + img));
+    }
+  }
+}
+
+TEST(NonSquareRosinality, InconsistentShapesAreRefusedWithOneLine) {
+  auto refused = [](const std::vector<PklEdit>& edits) {
+    const std::string b = edited_checkpoint(edits);
+    std::string e = error_of([&] { convert_bytes(b); });
+    EXPECT_FALSE(e.empty());
+    EXPECT_EQ(e.rfind("checkpoint.pt", 0), 0u) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    return e;
+  };
+  // A noise map stored transposed ([1, 1, 8, 16] in a 32x16 network).
+  std::string e = refused(transpose_noise(3, 16, 8));
+  EXPECT_NE(e.find("'noises.noise_3' has shape [1, 1, 8, 16], expected [1, 1, 16, 8]"), std::string::npos) << e;
+  EXPECT_NE(e.find("inconsistent with input.input's 4x2 (height x width), which makes block 16's maps 16x8"),
+            std::string::npos)
+      << e;
+  // The const mirrored but the noise maps left as they are.
+  e = refused({{"input.input", ptuple({1, 8, 4, 2}), ptuple({1, 8, 2, 4})},
+               {"input.input", ptuple({64, 8, 2, 1}), ptuple({64, 8, 1, 2})}});
+  EXPECT_NE(e.find("'noises.noise_0' has shape [1, 1, 4, 2], expected [1, 1, 2, 4]"), std::string::npos) << e;
+  // Consts no fork has: 4x1 and 1x4 (views of the same storage), refused as non-square.
+  for (auto [h, w] : {std::pair<int, int>{4, 1}, {1, 4}}) {
+    e = refused({{"input.input", ptuple({1, 8, 4, 2}), ptuple({1, 8, h, w})},
+                 {"input.input", ptuple({64, 8, 2, 1}), ptuple({64, 8, w, 1})}});
+    EXPECT_NE(e.find("unsupported non-square network: input.input is " + std::to_string(h) + "x" + std::to_string(w)),
+              std::string::npos)
+        << e;
+    EXPECT_NE(e.find("StyleGAN-Human"), std::string::npos) << e;
+  }
+}
+
+TEST(NonSquareRosinalityCli, GenerateMatchesTheForksGoldens) {
+  const std::string dir = temp_dir("ns_ros_cli");
+  const std::string ck = source_path(kHumanRos + "/checkpoint.pt"), gold = source_path(kHumanRos) + "/";
+  CliResult r = run_cli(
+      {"generate", "--network", ck, "--device", "cpu", "--seeds", "0,5", "--format", "npy", "--outdir", dir + "/n"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = run_cli({"generate", "--network", ck, "--device", "cpu", "--seeds", "0,5", "--trunc", "0.7", "--format", "npy",
+               "--outdir", dir + "/t"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* s : {"0", "5"}) {
+    const std::string f = std::string("/seed000") + s + ".npy";
+    EXPECT_TRUE(tensors_near(read_npy_tensor(dir + "/n" + f),
+                             read_npy_tensor(gold + "img_s" + s + "_trunc1_fixednoise.npy"), 1e-4, f));
+    EXPECT_TRUE(tensors_near(read_npy_tensor(dir + "/t" + f),
+                             read_npy_tensor(gold + "img_s" + s + "_trunc0.7_fixednoise.npy"), 1e-4, f));
+  }
+  r = run_cli({"generate", "--network", ck, "--device", "cpu", "--seeds", "0", "--noise-mode", "none", "--format",
+               "npy", "--outdir", dir + "/z"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(tensors_near(read_npy_tensor(dir + "/z/seed0000.npy"),
+                           read_npy_tensor(gold + "img_s0_trunc1_zeronoise.npy"), 1e-4, "noise none"));
+  r = run_cli({"generate", "--network", ck, "--device", "cpu", "--seeds", "0", "--outdir", dir + "/p"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("(16x32, 3 channels, cpu)"), std::string::npos) << r.out;
+  const Image8 im = read_png(dir + "/p/seed0000.png");
+  EXPECT_EQ(im.width, 16);
+  EXPECT_EQ(im.height, 32);
+  r = run_cli({"inspect", ck});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("16x32, 3 channels (width x height: a non-square network)"), std::string::npos) << r.out;
+}

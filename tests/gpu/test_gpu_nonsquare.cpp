@@ -179,3 +179,32 @@ TEST(GpuNonSquare, StyleGanHumanGoldens) {
     }
   }
 }
+
+// StyleGAN-Human's rosinality fork (torch_utils/models.py, tests/data/nonsquare/human_rosinality32x16):
+// the fork's W+ rows (its returned latents, or a W+ input) with the stored noise or none.
+TEST(GpuNonSquare, StyleGanHumanRosinalityGoldens) {
+  SG2_REQUIRE_GPU();
+  const std::string dir = test::source_path("tests/data/nonsquare/human_rosinality32x16") + "/";
+  std::ifstream f(dir + "manifest.json");
+  const nlohmann::json man = nlohmann::json::parse(f);
+  Generator gpu(convert_checkpoint(dir + "checkpoint.pt"), on(Device::Kind::cuda));
+  int checked = 0;
+  for (const auto& g : man["goldens"]) {
+    std::string ws;
+    if (g.contains("wplus")) {
+      ws = g["wplus"].get<std::string>();
+    } else {
+      const double t = g["truncation"].get<double>();
+      ws = "latents_s" + std::to_string(g["seed"].get<int>()) + (t < 1 ? "_trunc" + nlohmann::json(t).dump() : "") +
+           ".npy";
+    }
+    NoiseSpec n;
+    if (g["call"].get<std::string>().find("zeros") != std::string::npos) n.mode = NoiseMode::none;
+    const Tensor img = gpu.synthesize(read_npy_tensor(dir + ws), n);
+    ASSERT_EQ(img.shape(), (std::vector<int64_t>{1, 3, 32, 16}));
+    EXPECT_TRUE(near_rel(img, read_npy_tensor(dir + g["img"].get<std::string>()), 1e-4,
+                         "human_rosinality32x16 " + g["img"].get<std::string>()));
+    ++checked;
+  }
+  EXPECT_EQ(checked, 8);
+}
