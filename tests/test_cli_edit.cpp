@@ -460,5 +460,11 @@ TEST(CliBlend, IncompatibleNetworksAndBadOptionsAreRefused) {
   r = run_cli({"blend", "--low", a, "--high", a, "--at", "8", "--out", dir});
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(has_text(r.err, "give a file name")) << r.err;
+  // a checkpoint's extension on the model file it writes is refused, as sg2 convert does
+  r = run_cli({"blend", "--low", a, "--high", a, "--at", "8", "--out", dir + "/c.pkl"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(has_text(r.err, "has a checkpoint's extension, but sg2 blend writes a safetensors model file: name it " +
+                                  dir + "/c.safetensors"))
+      << r.err;
   EXPECT_EQ(count_files(dir), 4);  // the four models, nothing else
 }
