@@ -245,6 +245,11 @@ TEST(CliEdit, BadInputIsOneLineAndNothingIsWritten) {
       {{"--edit", edits("boundary.npy"), "--edit-layers", "5-3"}, 2, "the first row 5 is after the last 3"},
       {{"--edit-layers", "0-3"}, 2, "--edit-layers needs --edit FILE"},
       {{"--edit", edits("missing.npy")}, 1, "missing.npy: cannot open"},
+      // finite ws, but synthesis overflows: the message blames the edit, not the model's weights
+      {{"--edit", edits("boundary.npy:1e38")},
+       2,
+       "gave NaN or infinite pixels: an edit direction (--edit) moved its latents far outside the range the mapping "
+       "network produces: use a smaller strength"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"generate", "--network", digits32(), "--device", "cpu",     "--seeds",
