@@ -302,9 +302,13 @@ int run_generate(int argc, char** argv) {
 
   // --- the pipeline: generators -> sink (this thread) -> encoder pool (image_writer.h) -------
   std::optional<DatasetZip> zip;
-  if (to_zip) {
-    zip.emplace(zip_path);  // NAME.zip.tmp.PID until finished; removed on any failure
-    out.set_interrupt_note("the unfinished archive " + shown(zip_path) + " was removed");
+  if (to_zip) zip.emplace(zip_path);  // NAME.zip.tmp.PID until finished; removed on any failure
+  if (to_zip || latents) {            // the interrupt line names every unfinished archive it removed
+    const std::string names = to_zip && latents ? shown(zip_path) + " and " + shown(latents_path)
+                              : to_zip          ? shown(zip_path)
+                                                : shown(latents_path);
+    out.set_interrupt_note((to_zip && latents ? "the unfinished archives " : "the unfinished archive ") + names +
+                           (to_zip && latents ? " were removed" : " was removed"));
   }
   Progress progress("sg2 generate", total, quiet);
   // per-layer progress inside the batches running now (the CPU backend reports it, from the
