@@ -72,8 +72,8 @@ int run_generate(int argc, char** argv) {
               "FILE.npz")
       .flag("save-styles", "with --save-latents: also every layer's styles s [N, style_dims], s_offsets, s_layers")
       .option("size",
-              "write the images downscaled to N x N (a divisor of the resolution) by a box filter, on the GPU "
-              "for a CUDA device; png and u8npy formats",
+              "write the images downscaled to N x N (a divisor of the resolution; non-square networks: N the larger "
+              "side, or WxH) by a box filter, on the GPU for a CUDA device; png and u8npy formats",
               "N|WxH")
       .option("outdir",
               "output directory (created if missing), or NAME.zip: a dataset archive in dataset_tool.py's layout "
