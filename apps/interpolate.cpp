@@ -109,7 +109,9 @@ int run_interpolate(int argc, char** argv) {
                                             : "--seeds LIST is required (at least two seeds, e.g. 0,5)");
   const std::vector<uint32_t> seeds = from_ws ? std::vector<uint32_t>{0} : parse_seeds(get(args, "seeds"));
   if (!sweep && seeds.size() < 2)
-    fail(ErrorKind::invalid_argument, "--seeds: give at least two seeds to interpolate between");
+    fail(ErrorKind::invalid_argument,
+         "--seeds: give at least two seeds to interpolate between (or one seed with --edit FILE --strengths A:B: an "
+         "edit sweep)");
   const int frames = static_cast<int>(parse_int("frames", get(args, "frames"), 1, 100000));
   const bool loop = has(args, "loop");
   const std::string space = get(args, "space");
