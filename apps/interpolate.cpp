@@ -62,10 +62,11 @@ void slerp(const float* a, const float* b, float* out, int n, double t) {
 }
 
 int run_interpolate(int argc, char** argv) {
-  Options opts =
-      make_options("interpolate",
-                   "Renders frames between consecutive seeds (lerp in W or slerp in Z) as frame00000.png, ... (or "
-                   ".npy), and interpolation.mp4 from the PNG frames when ffmpeg is on PATH.");
+  Options opts = make_options(
+      "interpolate",
+      "Renders frames between consecutive seeds (lerp in W or slerp in Z) as frame00000.png, ... (or "
+      ".npy), or an edit sweep of one seed (--edit FILE --strengths A:B), and interpolation.mp4 from the PNG "
+      "frames when ffmpeg is on PATH.");
   opts.option("seeds", "two or more seeds visited in order, e.g. 0,5,9 or 0-3 (one seed with --strengths)", "LIST")
       .option("frames", "frames per segment (between two consecutive seeds); with --strengths: all frames", "N", "30")
       .option("strengths",
