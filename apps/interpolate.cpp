@@ -289,7 +289,7 @@ int run_interpolate(int argc, char** argv) {
     }
   }
   if (!quiet)
-    std::cout << "sg2 interpolate: " << total << " frames in " << shown(out.path())
+    std::cout << "sg2 interpolate: " << total << (total == 1 ? " frame in " : " frames in ") << shown(out.path())
               << (video.empty() ? "" : " + " + video) << ", " << duration_text(progress.elapsed_s()) << "\n";
   return 0;
 }

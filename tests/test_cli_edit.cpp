@@ -306,6 +306,13 @@ TEST(CliEdit, InterpolateSweepsTheStrength) {
     const std::string name = "/frame0000" + std::to_string(f) + ".npy";
     EXPECT_TRUE(same_bits(read_npy_tensor(dir + "/w" + name), read_npy_tensor(dir + "/o" + name))) << f;
   }
+  // --frames 1: strength A alone, one frame (and the summary says "1 frame")
+  r = run_cli({"interpolate", "--network", digits32(), "--device", "cpu", "--ws", dir + "/one.npy", "--edit",
+               edits("boundary.npy"), "--strengths", "-3:0.7", "--frames", "1", "--format", "npy", "--no-video",
+               "--outdir", dir + "/w1"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_TRUE(has_text(r.out, "sg2 interpolate: 1 frame in " + dir + "/w1, ")) << r.out;
+  EXPECT_TRUE(same_bits(read_npy_tensor(dir + "/w1/frame00000.npy"), read_npy_tensor(dir + "/o/frame00000.npy")));
   write_npy(dir + "/two.npy", Tensor({2, 512}));
   for (const auto& bad : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--seeds", "1,2", "--edit", edits("boundary.npy"), "--strengths", "-3:3"}, "sweeps one seed"},
