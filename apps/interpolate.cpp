@@ -240,7 +240,7 @@ int run_interpolate(int argc, char** argv) {
       noise.mode = noise_mode;
       noise.seed = noise_seed;
       if (noise_mode == NoiseMode::random) noise.keys.assign(static_cast<size_t>(n), 0);
-      Tensor img = gen.synthesize(ws, noise);
+      Tensor img = synthesize_edited(gen, ws, noise, edits);
       for (int64_t i = 0; i < n; ++i) write_image(out, indexed_stem("frame", b + i, 5), img, i, fmt);
       progress.advance(n);
     }

@@ -349,6 +349,24 @@ TEST(CliEdit, MixAndInterpolateMoveEveryW) {
   ASSERT_EQ(r.status, 0) << describe(r);
   EXPECT_EQ(slurp(dir + "/i/frame00000.png"), slurp(dir + "/g/seed0005.png"));
   EXPECT_EQ(slurp(dir + "/i/frame00002.png"), slurp(dir + "/g/seed0006.png"));
+  // a strength that overflows synthesis: the error, and the hint that names --edit; nothing written
+  const std::string huge = edits("boundary.npy") + ":1e38";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"mix", "--rows", "5", "--cols", "6", "--edit", huge, "--outdir", dir + "/hm"},
+        std::vector<std::string>{"interpolate", "--seeds", "5", "--edit", edits("boundary.npy"), "--strengths",
+                                 "0:1e38", "--frames", "2", "--no-video", "--outdir", dir + "/hi"}}) {
+    std::vector<std::string> full = args;
+    full.insert(full.end(), {"--network", digits32(), "--device", "cpu", "--class", "4"});
+    r = run_cli(full);
+    EXPECT_EQ(r.status, 2) << describe(r);
+    EXPECT_TRUE(has_text(r.err, "gave NaN or infinite pixels")) << r.err;
+    EXPECT_TRUE(has_text(r.err,
+                         ": hint: --edit moved these ws: a smaller strength keeps them in the mapping network's "
+                         "range"))
+        << r.err;
+  }
+  EXPECT_EQ(count_files(dir + "/hm"), 0);
+  EXPECT_EQ(count_files(dir + "/hi"), 0);
 }
 
 namespace {
