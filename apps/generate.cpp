@@ -204,7 +204,8 @@ int run_generate(int argc, char** argv) {
            ": a dataset archive holds PNG images (dataset_tool.py's layout); leave --format at png");
     if (save_ws)
       fail(ErrorKind::invalid_argument,
-           "--save-ws writes .npy files beside the images: not into a dataset archive (--outdir ", shown(outdir), ")");
+           "--save-ws writes .npy files beside the images: not into a dataset archive (--outdir ", shown(outdir),
+           "); --save-latents FILE.npz writes the run's ws in one archive beside it");
     if (grid)
       fail(ErrorKind::invalid_argument, "--grid with a dataset archive (--outdir ", shown(outdir),
            "): make the grid in a run of its own");

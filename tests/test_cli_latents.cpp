@@ -396,6 +396,12 @@ TEST(CliLatents, BadInputIsOneLine) {
   EXPECT_EQ(r.status, 2) << describe(r);
   EXPECT_NE(r.err.find("--save-styles adds the styles to the archive of --save-latents FILE.npz"), std::string::npos)
       << r.err;
+  r = run_cli(plus(base_args(dir + "/u.zip"), {"--seeds", "0-3", "--save-ws"}));  // names the archive that holds ws
+  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_NE(r.err.find("not into a dataset archive (--outdir " + dir +
+                       "/u.zip); --save-latents FILE.npz writes the run's ws in one archive beside it"),
+            std::string::npos)
+      << r.err;
   r = run_cli(plus(base_args(dir + "/u"), {"--seeds", "0-3", "--save-latents", dir + "/l.txt"}));
   EXPECT_EQ(r.status, 2) << describe(r);
   EXPECT_NE(r.err.find("the archive's name must end in .npz"), std::string::npos) << r.err;
