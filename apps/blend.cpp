@@ -58,6 +58,14 @@ int run_blend(int argc, char** argv) {
   }
   if (out.empty() || out.back() == '/' || is_dir(out))
     fail(ErrorKind::invalid_argument, "--out ", shown(out), ": give a file name (e.g. blended.safetensors)");
+  // The output is a safetensors model file: a checkpoint's extension would mislead (as sg2 convert).
+  for (const char* ext : {".pkl", ".pickle", ".pt", ".pth", ".ckpt", ".npy", ".npz"}) {
+    const std::string e = ext;
+    if (out.size() > e.size() && out.compare(out.size() - e.size(), e.size(), e) == 0)
+      fail(ErrorKind::invalid_argument, "--out ", shown(out),
+           " has a checkpoint's extension, but sg2 blend writes a safetensors model file: name it ",
+           shown(out.substr(0, out.size() - e.size())), ".safetensors");
+  }
   const size_t slash = out.rfind('/');
   const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : out.substr(0, slash);
   if (!is_dir(folder))
@@ -84,7 +92,7 @@ int run_blend(int argc, char** argv) {
         mixed += (mixed.empty() ? "" : ", ") + std::string(buf);
       }
     }
-    std::cout << "sg2 blend: " << shown(out) << " (" << c.config.img_resolution << "x" << c.config.img_resolution
+    std::cout << "sg2 blend: " << shown(out) << " (" << c.config.width() << "x" << c.config.height()
               << "): layers from " << shown(low) << ": " << (from_low.empty() ? "none" : from_low) << "; from "
               << shown(high) << ": " << (from_high.empty() ? "none" : from_high)
               << (mixed.empty() ? "" : "; mixed (share of --high): " + mixed)

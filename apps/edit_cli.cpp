@@ -117,4 +117,16 @@ void edit_notes(const std::string& command, const EditArgs& edits, bool quiet) {
     if (!n.empty()) say(command, "note", n);
 }
 
+Tensor synthesize_edited(Generator& gen, const Tensor& ws, const NoiseSpec& noise, const EditArgs& edits) {
+  try {
+    return gen.synthesize(ws, noise);
+  } catch (const Error& e) {
+    if (edits.empty() || e.kind() != ErrorKind::invalid_argument ||
+        e.message().find("NaN or infinite pixels") == std::string::npos)
+      throw;
+    const std::string hint = "--edit moved these ws: a smaller strength keeps them in the mapping network's range";
+    throw e.with_hint(e.hint().empty() ? hint : e.hint() + "; " + hint);
+  }
+}
+
 }  // namespace sg2::cli

@@ -13,6 +13,7 @@
 
 #include "cli_options.h"
 #include "sg2/edit.h"
+#include "sg2/generator.h"
 #include "sg2/model.h"
 
 namespace sg2::cli {
@@ -42,5 +43,10 @@ void fit_edits(EditArgs& edits, const ModelConfig& cfg);
 
 /// Prints what each file held (unless quiet).
 void edit_notes(const std::string& command, const EditArgs& edits, bool quiet);
+
+/// gen.synthesize(ws, noise) for mix and interpolate, whose ws the edits moved: NaN or infinite
+/// pixels (an Error of kind invalid_argument) get the hint that a smaller --edit strength keeps the
+/// ws in the mapping network's range. Any other error passes through unchanged.
+Tensor synthesize_edited(Generator& gen, const Tensor& ws, const NoiseSpec& noise, const EditArgs& edits);
 
 }  // namespace sg2::cli

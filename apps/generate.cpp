@@ -72,8 +72,8 @@ int run_generate(int argc, char** argv) {
               "FILE.npz")
       .flag("save-styles", "with --save-latents: also every layer's styles s [N, style_dims], s_offsets, s_layers")
       .option("size",
-              "write the images downscaled to N x N (a divisor of the resolution) by a box filter, on the GPU "
-              "for a CUDA device; png and u8npy formats",
+              "write the images downscaled to N x N (a divisor of the resolution; non-square networks: N the larger "
+              "side, or WxH) by a box filter, on the GPU for a CUDA device; png and u8npy formats",
               "N|WxH")
       .option("outdir",
               "output directory (created if missing), or NAME.zip: a dataset archive in dataset_tool.py's layout "
@@ -204,7 +204,8 @@ int run_generate(int argc, char** argv) {
            ": a dataset archive holds PNG images (dataset_tool.py's layout); leave --format at png");
     if (save_ws)
       fail(ErrorKind::invalid_argument,
-           "--save-ws writes .npy files beside the images: not into a dataset archive (--outdir ", shown(outdir), ")");
+           "--save-ws writes .npy files beside the images: not into a dataset archive (--outdir ", shown(outdir),
+           "); --save-latents FILE.npz writes the run's ws in one archive beside it");
     if (grid)
       fail(ErrorKind::invalid_argument, "--grid with a dataset archive (--outdir ", shown(outdir),
            "): make the grid in a run of its own");
@@ -302,9 +303,13 @@ int run_generate(int argc, char** argv) {
 
   // --- the pipeline: generators -> sink (this thread) -> encoder pool (image_writer.h) -------
   std::optional<DatasetZip> zip;
-  if (to_zip) {
-    zip.emplace(zip_path);  // NAME.zip.tmp.PID until finished; removed on any failure
-    out.set_interrupt_note("the unfinished archive " + shown(zip_path) + " was removed");
+  if (to_zip) zip.emplace(zip_path);  // NAME.zip.tmp.PID until finished; removed on any failure
+  if (to_zip || latents) {            // the interrupt line names every unfinished archive it removed
+    const std::string names = to_zip && latents ? shown(zip_path) + " and " + shown(latents_path)
+                              : to_zip          ? shown(zip_path)
+                                                : shown(latents_path);
+    out.set_interrupt_note((to_zip && latents ? "the unfinished archives " : "the unfinished archive ") + names +
+                           (to_zip && latents ? " were removed" : " was removed"));
   }
   Progress progress("sg2 generate", total, quiet);
   // per-layer progress inside the batches running now (the CPU backend reports it, from the

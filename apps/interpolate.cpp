@@ -62,10 +62,11 @@ void slerp(const float* a, const float* b, float* out, int n, double t) {
 }
 
 int run_interpolate(int argc, char** argv) {
-  Options opts =
-      make_options("interpolate",
-                   "Renders frames between consecutive seeds (lerp in W or slerp in Z) as frame00000.png, ... (or "
-                   ".npy), and interpolation.mp4 from the PNG frames when ffmpeg is on PATH.");
+  Options opts = make_options(
+      "interpolate",
+      "Renders frames between consecutive seeds (lerp in W or slerp in Z) as frame00000.png, ... (or "
+      ".npy), or an edit sweep of one seed (--edit FILE --strengths A:B), and interpolation.mp4 from the PNG "
+      "frames when ffmpeg is on PATH.");
   opts.option("seeds", "two or more seeds visited in order, e.g. 0,5,9 or 0-3 (one seed with --strengths)", "LIST")
       .option("frames", "frames per segment (between two consecutive seeds); with --strengths: all frames", "N", "30")
       .option("strengths",
@@ -109,7 +110,9 @@ int run_interpolate(int argc, char** argv) {
                                             : "--seeds LIST is required (at least two seeds, e.g. 0,5)");
   const std::vector<uint32_t> seeds = from_ws ? std::vector<uint32_t>{0} : parse_seeds(get(args, "seeds"));
   if (!sweep && seeds.size() < 2)
-    fail(ErrorKind::invalid_argument, "--seeds: give at least two seeds to interpolate between");
+    fail(ErrorKind::invalid_argument,
+         "--seeds: give at least two seeds to interpolate between (or one seed with --edit FILE --strengths A:B: an "
+         "edit sweep)");
   const int frames = static_cast<int>(parse_int("frames", get(args, "frames"), 1, 100000));
   const bool loop = has(args, "loop");
   const std::string space = get(args, "space");
@@ -237,7 +240,7 @@ int run_interpolate(int argc, char** argv) {
       noise.mode = noise_mode;
       noise.seed = noise_seed;
       if (noise_mode == NoiseMode::random) noise.keys.assign(static_cast<size_t>(n), 0);
-      Tensor img = gen.synthesize(ws, noise);
+      Tensor img = synthesize_edited(gen, ws, noise, edits);
       for (int64_t i = 0; i < n; ++i) write_image(out, indexed_stem("frame", b + i, 5), img, i, fmt);
       progress.advance(n);
     }
@@ -286,7 +289,7 @@ int run_interpolate(int argc, char** argv) {
     }
   }
   if (!quiet)
-    std::cout << "sg2 interpolate: " << total << " frames in " << shown(out.path())
+    std::cout << "sg2 interpolate: " << total << (total == 1 ? " frame in " : " frames in ") << shown(out.path())
               << (video.empty() ? "" : " + " + video) << ", " << duration_text(progress.elapsed_s()) << "\n";
   return 0;
 }

@@ -95,6 +95,12 @@ void LatentArchive::add(const StreamImage& im) {
 int size_factor(const std::string& text, int width, int height) {
   int64_t w = 0, h = 0;
   const size_t x = text.find('x');
+  auto digits = [](const std::string& t) {
+    return !t.empty() && t.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (x == std::string::npos ? !digits(text) : !digits(text.substr(0, x)) || !digits(text.substr(x + 1)))
+    fail(ErrorKind::invalid_argument, "--size '", shown(text),
+         "': expected N (the larger side) or WxH, e.g. --size 64 or --size 128x256");
   if (x == std::string::npos) {
     w = h = parse_int("size", text, 1, 1 << 20);
   } else {

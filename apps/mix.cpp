@@ -124,7 +124,7 @@ int run_mix(int argc, char** argv) {
       const int64_t e = std::min<int64_t>(ws.dim(0), b + chunk);
       NoiseSpec part = noise;
       if (noise_mode == NoiseMode::random) part.keys.assign(noise.keys.begin() + b, noise.keys.begin() + e);
-      Tensor img = gen.synthesize(ws.slice0(b, e), part);
+      Tensor img = synthesize_edited(gen, ws.slice0(b, e), part, edits);
       for (int64_t n = b; n < e; ++n) {
         const auto& key = keys[static_cast<size_t>(n)];
         Image8 im = write_image(out, std::to_string(key.first) + "-" + std::to_string(key.second), img, n - b, fmt);

@@ -80,7 +80,7 @@ std::optional<ServeConfig> serve_config(int argc, char** argv) {
               "N")
       .option("io-threads", "threads reading and writing connections (default: a quarter of the cores, 2 to 8)", "N");
   add_model_options(opts, /*with_batch=*/false, /*device_lists=*/true);
-  opts.flag("q,quiet", "no access log lines (the listening line and errors stay)");
+  opts.flag("q,quiet", "no access log lines (the listening line, warnings and errors stay)");
   const Args args = parse(opts, argc, argv);
   if (print_help_if_asked(opts, args)) return std::nullopt;
 

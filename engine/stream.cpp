@@ -150,7 +150,8 @@ StreamStats generate_stream(const std::vector<Generator*>& gens, const ImageJob&
   outs.styles = options.styles;
   outs.downscale = options.downscale;
   const int64_t sdims = options.styles ? style_dims(cfg) : 0;
-  outs.nonfinite_source = from_ws                              ? NonfiniteSource::given_ws
+  outs.nonfinite_source = !job.edits.empty()                   ? NonfiniteSource::edited
+                          : from_ws                            ? NonfiniteSource::given_ws
                           : std::fabs(job.truncation.psi) <= 1 ? NonfiniteSource::mapping
                                                                : NonfiniteSource::truncation;
   // The pipes first (device memory, pinned buffers), on this thread, so that a failure is reported

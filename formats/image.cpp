@@ -21,6 +21,9 @@ const char* nonfinite_cause(NonfiniteSource source) {
     case NonfiniteSource::truncation:
       return "a truncation psi far beyond [-1, 1] pushed its latents far outside the range the mapping network "
              "produces";
+    case NonfiniteSource::edited:
+      return "an edit direction (--edit) moved its latents far outside the range the mapping network produces: "
+             "use a smaller strength";
     case NonfiniteSource::given_ws:
       break;
   }

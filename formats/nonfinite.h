@@ -13,6 +13,7 @@ enum class NonfiniteSource {
   mapping,     ///< the model's own mapping network, |psi| <= 1: the model's weights are at fault
   truncation,  ///< its mapping with a truncation psi outside [-1, 1]
   given_ws,    ///< ws from the caller (--ws, the API's synthesize): either
+  edited,      ///< ws moved by edit directions (ImageJob::edits, --edit): the strength is too large
 };
 
 /// The cause a NaN or infinite pixel is put down to, for `source` (one clause, no period).

@@ -162,7 +162,8 @@ TEST(CliInterpolate, ErrorPaths) {
   const std::string dir = temp_dir("interr");
   const std::string model = write_tiny_model(dir);
   for (const auto& [args, msg] : std::vector<std::pair<std::vector<std::string>, std::string>>{
-           {{"--seeds", "1"}, "at least two seeds"},
+           {{"--seeds", "1"},
+            "at least two seeds to interpolate between (or one seed with --edit FILE --strengths A:B"},
            {{"--seeds", "1,2", "--frames", "0"}, "--frames: 0 is out of range"},
            {{"--seeds", "1,2", "--space", "q"}, "unknown space 'q'"},
            {{}, "--seeds LIST is required"}}) {

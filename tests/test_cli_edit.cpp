@@ -245,6 +245,11 @@ TEST(CliEdit, BadInputIsOneLineAndNothingIsWritten) {
       {{"--edit", edits("boundary.npy"), "--edit-layers", "5-3"}, 2, "the first row 5 is after the last 3"},
       {{"--edit-layers", "0-3"}, 2, "--edit-layers needs --edit FILE"},
       {{"--edit", edits("missing.npy")}, 1, "missing.npy: cannot open"},
+      // finite ws, but synthesis overflows: the message blames the edit, not the model's weights
+      {{"--edit", edits("boundary.npy:1e38")},
+       2,
+       "gave NaN or infinite pixels: an edit direction (--edit) moved its latents far outside the range the mapping "
+       "network produces: use a smaller strength"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"generate", "--network", digits32(), "--device", "cpu",     "--seeds",
@@ -301,6 +306,13 @@ TEST(CliEdit, InterpolateSweepsTheStrength) {
     const std::string name = "/frame0000" + std::to_string(f) + ".npy";
     EXPECT_TRUE(same_bits(read_npy_tensor(dir + "/w" + name), read_npy_tensor(dir + "/o" + name))) << f;
   }
+  // --frames 1: strength A alone, one frame (and the summary says "1 frame")
+  r = run_cli({"interpolate", "--network", digits32(), "--device", "cpu", "--ws", dir + "/one.npy", "--edit",
+               edits("boundary.npy"), "--strengths", "-3:0.7", "--frames", "1", "--format", "npy", "--no-video",
+               "--outdir", dir + "/w1"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_TRUE(has_text(r.out, "sg2 interpolate: 1 frame in " + dir + "/w1, ")) << r.out;
+  EXPECT_TRUE(same_bits(read_npy_tensor(dir + "/w1/frame00000.npy"), read_npy_tensor(dir + "/o/frame00000.npy")));
   write_npy(dir + "/two.npy", Tensor({2, 512}));
   for (const auto& bad : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--seeds", "1,2", "--edit", edits("boundary.npy"), "--strengths", "-3:3"}, "sweeps one seed"},
@@ -337,6 +349,24 @@ TEST(CliEdit, MixAndInterpolateMoveEveryW) {
   ASSERT_EQ(r.status, 0) << describe(r);
   EXPECT_EQ(slurp(dir + "/i/frame00000.png"), slurp(dir + "/g/seed0005.png"));
   EXPECT_EQ(slurp(dir + "/i/frame00002.png"), slurp(dir + "/g/seed0006.png"));
+  // a strength that overflows synthesis: the error, and the hint that names --edit; nothing written
+  const std::string huge = edits("boundary.npy") + ":1e38";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"mix", "--rows", "5", "--cols", "6", "--edit", huge, "--outdir", dir + "/hm"},
+        std::vector<std::string>{"interpolate", "--seeds", "5", "--edit", edits("boundary.npy"), "--strengths",
+                                 "0:1e38", "--frames", "2", "--no-video", "--outdir", dir + "/hi"}}) {
+    std::vector<std::string> full = args;
+    full.insert(full.end(), {"--network", digits32(), "--device", "cpu", "--class", "4"});
+    r = run_cli(full);
+    EXPECT_EQ(r.status, 2) << describe(r);
+    EXPECT_TRUE(has_text(r.err, "gave NaN or infinite pixels")) << r.err;
+    EXPECT_TRUE(has_text(r.err,
+                         ": hint: --edit moved these ws: a smaller strength keeps them in the mapping network's "
+                         "range"))
+        << r.err;
+  }
+  EXPECT_EQ(count_files(dir + "/hm"), 0);
+  EXPECT_EQ(count_files(dir + "/hi"), 0);
 }
 
 namespace {
@@ -460,5 +490,11 @@ TEST(CliBlend, IncompatibleNetworksAndBadOptionsAreRefused) {
   r = run_cli({"blend", "--low", a, "--high", a, "--at", "8", "--out", dir});
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(has_text(r.err, "give a file name")) << r.err;
+  // a checkpoint's extension on the model file it writes is refused, as sg2 convert does
+  r = run_cli({"blend", "--low", a, "--high", a, "--at", "8", "--out", dir + "/c.pkl"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(has_text(r.err, "has a checkpoint's extension, but sg2 blend writes a safetensors model file: name it " +
+                                  dir + "/c.safetensors"))
+      << r.err;
   EXPECT_EQ(count_files(dir), 4);  // the four models, nothing else
 }

@@ -338,6 +338,9 @@ TEST(CliLatents, NoHalfArchiveOnAFileSizeLimitOrAnInterrupt) {
   r = run_cli({"-c", script}, {}, "/bin/sh");
   EXPECT_EQ(r.status, 128 + 15) << describe(r);
   EXPECT_NE(r.err.find("interrupted by SIGTERM"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the unfinished archives " + dir + "/d.zip and " + dir + "/d.npz were removed"),
+            std::string::npos)
+      << r.err;
   EXPECT_FALSE(file_exists(dir + "/d.npz") || file_exists(dir + "/d.zip"));
   EXPECT_TRUE(temporaries(dir).empty()) << temporaries(dir).size() << " temporary files left";
 }
@@ -393,6 +396,12 @@ TEST(CliLatents, BadInputIsOneLine) {
   EXPECT_EQ(r.status, 2) << describe(r);
   EXPECT_NE(r.err.find("--save-styles adds the styles to the archive of --save-latents FILE.npz"), std::string::npos)
       << r.err;
+  r = run_cli(plus(base_args(dir + "/u.zip"), {"--seeds", "0-3", "--save-ws"}));  // names the archive that holds ws
+  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_NE(r.err.find("not into a dataset archive (--outdir " + dir +
+                       "/u.zip); --save-latents FILE.npz writes the run's ws in one archive beside it"),
+            std::string::npos)
+      << r.err;
   r = run_cli(plus(base_args(dir + "/u"), {"--seeds", "0-3", "--save-latents", dir + "/l.txt"}));
   EXPECT_EQ(r.status, 2) << describe(r);
   EXPECT_NE(r.err.find("the archive's name must end in .npz"), std::string::npos) << r.err;
@@ -402,6 +411,12 @@ TEST(CliLatents, BadInputIsOneLine) {
   EXPECT_NE(r.err.find("sizes that work: 32, 16, 8, 4, 2, 1"), std::string::npos) << r.err;
   r = run_cli(plus(base_args(dir + "/u"), {"--seeds", "0-3", "--size", "16x8"}));
   EXPECT_EQ(r.status, 2) << describe(r);
+  for (const char* bad : {"abc", "16x", "x16", "8x8x8", "1.5", ""}) {  // the syntax, before the model loads
+    r = run_cli(plus(base_args(dir + "/u"), {"--seeds", "0-3", "--size", bad}));
+    EXPECT_EQ(r.status, 2) << describe(r);
+    EXPECT_NE(r.err.find("--size '" + std::string(bad) + "': expected N (the larger side) or WxH"), std::string::npos)
+        << r.err;
+  }
   r = run_cli(plus(base_args(dir + "/u"), {"--seeds", "0-3", "--size", "16", "--format", "npy"}));
   EXPECT_EQ(r.status, 2) << describe(r);
   EXPECT_NE(r.err.find("--size downscales the uint8 images: use --format png or u8npy"), std::string::npos) << r.err;

@@ -291,6 +291,10 @@ TEST(NonSquareCli, EveryCommandWritesTheAspectRatio) {
   // compare: the first frame is seed 0's image
   r = run_cli({"compare", dir + "/g/seed0000.png", dir + "/i/frame00000.png"});
   EXPECT_EQ(r.status, 0) << r.out << r.err;
+  // blend: the summary names the blended network's width x height
+  r = run_cli({"blend", "--low", pkl, "--high", model, "--at", "16", "--out", dir + "/b.safetensors"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("b.safetensors (16x32):"), std::string::npos) << r.out;
   // bench on the CPU
   r = run_cli({"bench", "--network", model, "--device", "cpu", "--batch", "1", "--iters", "1", "--warmup", "0", "-q"});
   EXPECT_EQ(r.status, 0) << r.err;
