@@ -197,6 +197,12 @@ std::string_view ZipArchive::data(const ZipEntry& e) const {
   return {reinterpret_cast<const char*>(p), static_cast<size_t>(e.size)};
 }
 
+void ZipArchive::check_inflated_size(const ZipEntry& e) const {
+  if (e.method == 8 && e.size / 1032 > e.compressed_size)  // deflate's largest ratio is about 1032:1
+    fail(ErrorKind::bad_file, what_, ": corrupt zip archive: entry '", pickle::printable(e.name, 80), "' claims ",
+         e.size, " bytes from ", e.compressed_size, " deflated bytes, more than deflate can produce");
+}
+
 std::vector<uint8_t> ZipArchive::inflated(const ZipEntry& e, uint64_t max_size) const {
   const std::string shown = pickle::printable(e.name, 80);
   if (e.method == 0) {
@@ -210,9 +216,7 @@ std::vector<uint8_t> ZipArchive::inflated(const ZipEntry& e, uint64_t max_size) 
   if (e.size > max_size)
     fail(ErrorKind::unsupported, what_, ": unsupported: zip entry '", shown, "' inflates to ", e.size,
          " bytes, more than the ", max_size, " bytes read from such an entry");
-  if (e.size / 1032 > e.compressed_size)  // deflate's largest ratio is about 1032:1
-    fail(ErrorKind::bad_file, what_, ": corrupt zip archive: entry '", shown, "' claims ", e.size, " bytes from ",
-         e.compressed_size, " deflated bytes, more than deflate can produce");
+  check_inflated_size(e);
   std::vector<uint8_t> out(static_cast<size_t>(e.size));
   detail::inflate_raw(data_ + e.data_offset, static_cast<size_t>(e.compressed_size), out.data(), out.size(),
                       what_ + ": zip entry '" + shown + "'");
