@@ -27,12 +27,12 @@ void check_finite(const Tensor& t, const std::string& what, const std::string& w
 EditDirection pick_component(Tensor values, const std::string& what, const std::string& which, int component,
                              bool stack) {
   EditDirection out;
-  const int64_t k = values.dim(0);
-  out.components = stack ? static_cast<int>(std::min<int64_t>(k, 1 << 30)) : 1;
-  if (!stack) {
+  if (!stack) {  // any shape, a 0-d one too: check_edits fits it to the model and names the file
     out.values = std::move(values);
     return out;
   }
+  const int64_t k = values.dim(0);
+  out.components = static_cast<int>(std::min<int64_t>(k, 1 << 30));
   if (component < 0)
     fail(ErrorKind::invalid_argument, what, ": ", which, " holds ", k,
          " directions (components); choose one with --edit-component K (0-", k - 1, ")");
