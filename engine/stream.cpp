@@ -151,6 +151,7 @@ StreamStats generate_stream(const std::vector<Generator*>& gens, const ImageJob&
   outs.downscale = options.downscale;
   const int64_t sdims = options.styles ? style_dims(cfg) : 0;
   outs.nonfinite_source = from_ws                              ? NonfiniteSource::given_ws
+                          : !job.edits.empty()                 ? NonfiniteSource::edited
                           : std::fabs(job.truncation.psi) <= 1 ? NonfiniteSource::mapping
                                                                : NonfiniteSource::truncation;
   // The pipes first (device memory, pinned buffers), on this thread, so that a failure is reported

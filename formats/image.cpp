@@ -21,6 +21,9 @@ const char* nonfinite_cause(NonfiniteSource source) {
     case NonfiniteSource::truncation:
       return "a truncation psi far beyond [-1, 1] pushed its latents far outside the range the mapping network "
              "produces";
+    case NonfiniteSource::edited:
+      return "the edit directions (--edit: strength x direction) moved its latents far outside the range the "
+             "mapping network produces (try a smaller strength)";
     case NonfiniteSource::given_ws:
       break;
   }

@@ -13,6 +13,7 @@ enum class NonfiniteSource {
   mapping,     ///< the model's own mapping network, |psi| <= 1: the model's weights are at fault
   truncation,  ///< its mapping with a truncation psi outside [-1, 1]
   given_ws,    ///< ws from the caller (--ws, the API's synthesize): either
+  edited,      ///< its mapping's ws moved by edit directions (--edit): the edit's strength x direction
 };
 
 /// The cause a NaN or infinite pixel is put down to, for `source` (one clause, no period).
