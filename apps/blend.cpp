@@ -84,7 +84,7 @@ int run_blend(int argc, char** argv) {
         mixed += (mixed.empty() ? "" : ", ") + std::string(buf);
       }
     }
-    std::cout << "sg2 blend: " << shown(out) << " (" << c.config.img_resolution << "x" << c.config.img_resolution
+    std::cout << "sg2 blend: " << shown(out) << " (" << c.config.width() << "x" << c.config.height()
               << "): layers from " << shown(low) << ": " << (from_low.empty() ? "none" : from_low) << "; from "
               << shown(high) << ": " << (from_high.empty() ? "none" : from_high)
               << (mixed.empty() ? "" : "; mixed (share of --high): " + mixed)
