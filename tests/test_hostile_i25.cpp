@@ -1,0 +1,117 @@
+// Issue 25's features under hostile input (a review that fed them broken files): each test is the
+// regression test of one bug found, the input that broke it built here from a fixture or from scratch.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+
+#include "sg2/edit.h"
+#include "sg2/error.h"
+#include "sg2/latents.h"
+#include "sg2/npy.h"
+#include "test_cli_run.h"
+
+using namespace sg2;
+using namespace sg2::test;
+
+namespace {
+
+bool has_text(const std::string& s, const std::string& t) { return s.find(t) != std::string::npos; }
+
+void put_le32(std::string& s, size_t at, uint32_t v) {
+  for (int k = 0; k < 4; ++k) s[at + k] = static_cast<char>((v >> (8 * k)) & 0xff);
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+
+}  // namespace
+
+// A numpy.savez_compressed archive whose 'w.npy' claims 3.75 GiB from a few hundred deflated bytes
+// (a zip bomb's lie) was allocated (and zeroed) whole before zlib found the data short: gigabytes of
+// memory and seconds for a tiny file. It is refused by deflate's ratio before any allocation.
+TEST(HostileI25, CompressedWsArchiveClaimingAHugeSizeIsRefusedUnread) {
+  std::string bytes = slurp(source_path("tests/data/checkpoints/users/projected_w_compressed.npz"));
+  const uint32_t claim = 0xF0000000u;
+  size_t patched = 0;
+  for (size_t p = bytes.find("PK\x01\x02"); p != std::string::npos; p = bytes.find("PK\x01\x02", p + 4))
+    if (bytes.compare(p + 46, 5, "w.npy") == 0) {
+      put_le32(bytes, p + 24, claim);  // the central directory's uncompressed size
+      ++patched;
+    }
+  ASSERT_EQ(patched, 1u);
+  const std::string dir = temp_dir("hostile_bomb");
+  write_bytes(dir + "/bomb.npz", bytes);
+  try {
+    parse_latents(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "bomb.npz");
+    ADD_FAILURE() << "the bomb was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::bad_file) << e.what();
+    EXPECT_TRUE(has_text(e.message(), "bomb.npz: corrupt zip archive: entry 'w.npy' claims 4026531840 bytes"))
+        << e.message();
+    EXPECT_TRUE(has_text(e.message(), "more than deflate can produce")) << e.message();
+  }
+  const std::string model = write_tiny_model(dir);
+  const CliResult r = run_cli(
+      {"generate", "--network", model, "--device", "cpu", "--ws", dir + "/bomb.npz", "--outdir", dir + "/o", "-q"});
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_TRUE(has_text(r.err, "more than deflate can produce")) << r.err;
+  EXPECT_FALSE(file_exists(dir + "/o"));
+}
+
+// A 0-d .npy (numpy.save of one number) as --edit ended in "dimension 0 out of range for shape []":
+// no file named. It is a direction of the wrong shape, said as for [0] or [0, 512].
+TEST(HostileI25, ZeroDimensionalEditDirectionIsAShapeErrorNamingTheFile) {
+  const std::string dir = temp_dir("hostile_scalar");
+  write_npy(dir + "/one.npy", Tensor(std::vector<int64_t>{}, std::vector<float>{2.0f}));
+  const EditDirection d = read_edit_direction(dir + "/one.npy");
+  EXPECT_EQ(d.values.ndim(), 0);
+  EXPECT_EQ(d.components, 1);
+  const std::string model = write_tiny_model(dir);  // num_ws 6, w_dim 8
+  const CliResult r = run_cli({"generate", "--network", model, "--device", "cpu", "--seeds", "0", "--edit",
+                               dir + "/one.npy", "--outdir", dir + "/o", "-q"});
+  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_TRUE(has_text(r.err, "--edit " + dir + "/one.npy: a direction of shape [] does not fit this model")) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(file_exists(dir + "/o"));
+}
+
+// An edit whose strength x direction stays finite in w but overflows the synthesis was blamed on
+// "this model's own mapping network, so the model's weights overflow (a damaged checkpoint)": the
+// latents had been moved by --edit, and the message now says so.
+TEST(HostileI25, SynthesisOverflowAfterAnEditBlamesTheEdit) {
+  const std::string dir = temp_dir("hostile_overflow");
+  Tensor d({1, 512});
+  for (int64_t i = 0; i < d.numel(); ++i) d[i] = 3e38f;
+  write_npy(dir + "/huge.npy", d);
+  const CliResult r = run_cli({"generate", "--network", digits32(), "--device", "cpu", "--seeds", "0", "--class", "1",
+                               "--edit", dir + "/huge.npy", "--outdir", dir + "/o", "-q"});
+  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_TRUE(has_text(r.err, "gave NaN or infinite pixels: the edit directions (--edit")) << r.err;
+  EXPECT_FALSE(has_text(r.err, "model's weights overflow")) << r.err;
+}
+
+// Blending a square and a non-square network of the same img_resolution failed on the first tensor
+// whose shape differed ("tensor synthesis.b4.const is [..] vs [..]"), never saying non-square; and
+// a blend of two non-square networks was announced as img_resolution x img_resolution.
+TEST(HostileI25, BlendSaysNonSquareAndItsSize) {
+  const std::string dir = temp_dir("hostile_blend");
+  ModelConfig sq = make_config(16, 64, 8, 8, 8, 0, 3, 2, Architecture::skip, std::nullopt, 0);
+  ModelConfig tall = sq;
+  tall.img_height = 16;
+  tall.img_width = 8;
+  tall.validate();
+  save_model_file(dir + "/sq.safetensors", make_random_model(sq, 1));
+  save_model_file(dir + "/tall.safetensors", make_random_model(tall, 2));
+  CliResult r = run_cli({"blend", "--low", dir + "/sq.safetensors", "--high", dir + "/tall.safetensors", "--at", "8",
+                         "--out", dir + "/c.safetensors"});
+  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_TRUE(has_text(r.err, "(high): image size (width x height) 16x16 vs 8x16 (non-square)")) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(file_exists(dir + "/c.safetensors"));
+  r = run_cli({"blend", "--low", dir + "/tall.safetensors", "--high", dir + "/tall.safetensors", "--at", "8", "--out",
+               dir + "/c.safetensors"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_TRUE(has_text(r.out, "c.safetensors (8x16): layers from")) << r.out;
+  EXPECT_EQ(load_model_file(dir + "/c.safetensors").config.width(), 8);
+}
