@@ -10,6 +10,7 @@
 #include "sg2/error.h"
 #include "sg2/latents.h"
 #include "sg2/npy.h"
+#include "sg2/npz_writer.h"
 #include "test_cli_run.h"
 
 using namespace sg2;
@@ -114,4 +115,32 @@ TEST(HostileI25, BlendSaysNonSquareAndItsSize) {
   ASSERT_EQ(r.status, 0) << describe(r);
   EXPECT_TRUE(has_text(r.out, "c.safetensors (8x16): layers from")) << r.out;
   EXPECT_EQ(load_model_file(dir + "/c.safetensors").config.width(), 8);
+}
+
+// A GANSpace .npz holding 'lat_comp.npy' twice (a zip may repeat a name): numpy.load reads the last
+// (Python's zipfile keeps the last of a name), as sg2's --ws reader does; the --edit reader took
+// the first, so sg2 and the Python tools edited along two different directions. Now the last.
+TEST(HostileI25, RepeatedGanspaceMemberIsReadAsNumpyReadsIt) {
+  const std::string dir = temp_dir("hostile_dup");
+  const std::string path = dir + "/dup.npz";
+  {
+    NpzWriter npz(path, {{"lat_comp", "<f4", {1, 8}}, {"lat_comq", "<f4", {1, 8}}});
+    for (int k = 0; k < 2; ++k)
+      for (int i = 0; i < 8; ++i) {
+        const float v = k == 0 ? 1.0f : float(10 + i);
+        npz.append(size_t(k), &v, 4);
+      }
+    npz.finish();
+  }
+  std::string bytes = slurp(path);
+  size_t renamed = 0;
+  for (size_t p = bytes.find("lat_comq.npy"); p != std::string::npos; p = bytes.find("lat_comq.npy", p + 1)) {
+    bytes[p + 7] = 'p';
+    ++renamed;
+  }
+  ASSERT_EQ(renamed, 2u);  // its local header and its central directory record
+  write_bytes(path, bytes);
+  const EditDirection d = read_edit_direction(path);
+  ASSERT_EQ(d.values.shape(), (std::vector<int64_t>{1, 8}));  // K = 1: the array whole
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(d.values[i], float(10 + i)) << i;
 }
