@@ -87,9 +87,11 @@ ZipArchive::ZipArchive(const uint8_t* data, size_t size, std::string what)
   uint64_t cd_size = load_le32(e + 12);
   uint64_t cd_offset = load_le32(e + 16);
   // 2. ZIP64: a locator right before the end record points to the ZIP64 end record.
-  if (count == 0xffff || cd_size == 0xffffffffu || cd_offset == 0xffffffffu) {
-    if (eocd < 20 || load_le32(data_ + eocd - 20) != kLocator64Sig)
-      bad("ZIP64 end record locator missing before byte ", eocd);
+  //    Exactly 65,535 entries have no ZIP64 records where Python's zipfile wrote them (it adds them
+  //    only for more): the plain count then stands.
+  const bool locator = eocd >= 20 && load_le32(data_ + eocd - 20) == kLocator64Sig;
+  if ((count == 0xffff && locator) || cd_size == 0xffffffffu || cd_offset == 0xffffffffu) {
+    if (!locator) bad("ZIP64 end record locator missing before byte ", eocd);
     const uint64_t z = load_le64(data_ + eocd - 20 + 8);
     if (size_ < 56 || z > size_ - 56 || load_le32(data_ + z) != kEnd64Sig) bad("ZIP64 end record expected at byte ", z);
     count = load_le64(data_ + z + 32);

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+
+#include <zlib.h>
 
 #include "sg2/edit.h"
 #include "sg2/error.h"
@@ -20,7 +23,7 @@ namespace {
 
 bool has_text(const std::string& s, const std::string& t) { return s.find(t) != std::string::npos; }
 
-void put_le32(std::string& s, size_t at, uint32_t v) {
+void put_le32_at(std::string& s, size_t at, uint32_t v) {
   for (int k = 0; k < 4; ++k) s[at + k] = static_cast<char>((v >> (8 * k)) & 0xff);
 }
 
@@ -39,7 +42,7 @@ TEST(HostileI25, CompressedWsArchiveClaimingAHugeSizeIsRefusedUnread) {
   size_t patched = 0;
   for (size_t p = bytes.find("PK\x01\x02"); p != std::string::npos; p = bytes.find("PK\x01\x02", p + 4))
     if (bytes.compare(p + 46, 5, "w.npy") == 0) {
-      put_le32(bytes, p + 24, claim);  // the central directory's uncompressed size
+      put_le32_at(bytes, p + 24, claim);  // the central directory's uncompressed size
       ++patched;
     }
   ASSERT_EQ(patched, 1u);
@@ -145,4 +148,94 @@ TEST(HostileI25, RepeatedGanspaceMemberIsReadAsNumpyReadsIt) {
   const EditDirection d = read_edit_direction(path);
   ASSERT_EQ(d.values.shape(), (std::vector<int64_t>{1, 8}));  // K = 1: the array whole
   for (int i = 0; i < 8; ++i) EXPECT_EQ(d.values[i], float(10 + i)) << i;
+}
+
+namespace {
+
+void put_le16(std::string& s, uint16_t v) {
+  s.push_back(static_cast<char>(v & 0xff));
+  s.push_back(static_cast<char>(v >> 8));
+}
+
+void put_le32(std::string& s, uint32_t v) {
+  put_le16(s, static_cast<uint16_t>(v & 0xffff));
+  put_le16(s, static_cast<uint16_t>(v >> 16));
+}
+
+uint32_t crc32_of(const std::string& d) {
+  return static_cast<uint32_t>(::crc32(0L, reinterpret_cast<const Bytef*>(d.data()), static_cast<uInt>(d.size())));
+}
+
+/// A stored zip of `members` (name, bytes) as Python's zipfile writes one: ZIP64 records only for
+/// more than 65,535 entries (none here), so exactly 65,535 entries leave the end record's count at
+/// 0xffff with no ZIP64 locator.
+std::string stored_zip(const std::vector<std::pair<std::string, std::string>>& members) {
+  std::string out, dir;
+  for (const auto& [name, data] : members) {
+    const uint32_t crc = crc32_of(data);
+    const uint32_t at = static_cast<uint32_t>(out.size());
+    put_le32(out, 0x04034b50);
+    for (uint16_t v : {uint16_t(20), uint16_t(0), uint16_t(0), uint16_t(0), uint16_t(0x21)}) put_le16(out, v);
+    put_le32(out, crc);
+    put_le32(out, static_cast<uint32_t>(data.size()));
+    put_le32(out, static_cast<uint32_t>(data.size()));
+    put_le16(out, static_cast<uint16_t>(name.size()));
+    put_le16(out, 0);
+    out += name + data;
+    put_le32(dir, 0x02014b50);
+    for (uint16_t v : {uint16_t(20), uint16_t(20), uint16_t(0), uint16_t(0), uint16_t(0), uint16_t(0x21)})
+      put_le16(dir, v);
+    put_le32(dir, crc);
+    put_le32(dir, static_cast<uint32_t>(data.size()));
+    put_le32(dir, static_cast<uint32_t>(data.size()));
+    put_le16(dir, static_cast<uint16_t>(name.size()));
+    for (int k = 0; k < 4; ++k) put_le16(dir, 0);  // extra, comment, disk, internal attributes
+    put_le32(dir, 0);                              // external attributes
+    put_le32(dir, at);
+    dir += name;
+  }
+  const uint32_t dir_at = static_cast<uint32_t>(out.size());
+  out += dir;
+  put_le32(out, 0x06054b50);
+  put_le16(out, 0);
+  put_le16(out, 0);
+  put_le16(out, static_cast<uint16_t>(members.size()));
+  put_le16(out, static_cast<uint16_t>(members.size()));
+  put_le32(out, static_cast<uint32_t>(dir.size()));
+  put_le32(out, dir_at);
+  put_le16(out, 0);
+  return out;
+}
+
+}  // namespace
+
+// numpy.savez of exactly 65,535 arrays: Python's zipfile writes the count 0xffff in the plain end
+// record and no ZIP64 records (it adds them only past 65,535), and sg2 refused the archive ("ZIP64
+// end record locator missing"). The plain count stands now; a lying 0xffffffff size or offset
+// without ZIP64 records is still refused.
+TEST(HostileI25, ZipOfExactly65535EntriesWithoutZip64IsRead) {
+  Tensor w({1, 6, 8});
+  for (int64_t i = 0; i < w.numel(); ++i) w[i] = 0.25f * float(i);
+  const std::vector<uint8_t> wb = npy_bytes(w);
+  std::vector<std::pair<std::string, std::string>> members;
+  char name[32];
+  for (int i = 0; i < 65534; ++i) {
+    std::snprintf(name, sizeof name, "a%05d.npy", i);
+    members.emplace_back(name, "");
+  }
+  members.emplace_back("w.npy", std::string(wb.begin(), wb.end()));
+  const std::string zip = stored_zip(members);
+  ASSERT_EQ(zip.compare(zip.size() - 22, 4, "PK\x05\x06"), 0);
+  const Latents l = parse_latents(reinterpret_cast<const uint8_t*>(zip.data()), zip.size(), "many.npz");
+  EXPECT_EQ(l.values.shape(), w.shape());
+  EXPECT_EQ(std::memcmp(l.values.data(), w.data(), sizeof(float) * size_t(w.numel())), 0);
+  std::string lying = zip;
+  put_le32_at(lying, lying.size() - 6, 0xffffffffu);  // the directory's offset, with no ZIP64 record
+  try {
+    parse_latents(reinterpret_cast<const uint8_t*>(lying.data()), lying.size(), "lying.npz");
+    ADD_FAILURE() << "a 0xffffffff offset without ZIP64 records was read";
+  } catch (const Error& e) {
+    EXPECT_TRUE(has_text(e.message(), "lying.npz: corrupt zip archive: ZIP64 end record locator missing"))
+        << e.message();
+  }
 }
