@@ -81,6 +81,10 @@ Model blend_models(const Model& low, const Model& high, const BlendOptions& opti
   differ("z_dim", std::to_string(a.z_dim), std::to_string(b.z_dim));
   differ("w_dim", std::to_string(a.w_dim), std::to_string(b.w_dim));
   differ("img_resolution", std::to_string(a.img_resolution), std::to_string(b.img_resolution));
+  auto image = [](const ModelConfig& c) {
+    return std::to_string(c.width()) + "x" + std::to_string(c.height()) + (c.square() ? "" : " (non-square)");
+  };
+  differ("image size (width x height)", image(a), image(b));
   differ("num_ws", std::to_string(a.num_ws), std::to_string(b.num_ws));
   differ("img_channels", std::to_string(a.img_channels), std::to_string(b.img_channels));
   differ("architecture", to_string(a.synthesis.architecture), to_string(b.synthesis.architecture));

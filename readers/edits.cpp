@@ -27,12 +27,12 @@ void check_finite(const Tensor& t, const std::string& what, const std::string& w
 EditDirection pick_component(Tensor values, const std::string& what, const std::string& which, int component,
                              bool stack) {
   EditDirection out;
-  const int64_t k = values.dim(0);
-  out.components = stack ? static_cast<int>(std::min<int64_t>(k, 1 << 30)) : 1;
-  if (!stack) {
+  if (!stack) {  // any shape, a 0-d one too: check_edits fits it to the model and names the file
     out.values = std::move(values);
     return out;
   }
+  const int64_t k = values.dim(0);
+  out.components = static_cast<int>(std::min<int64_t>(k, 1 << 30));
   if (component < 0)
     fail(ErrorKind::invalid_argument, what, ": ", which, " holds ", k,
          " directions (components); choose one with --edit-component K (0-", k - 1, ")");
@@ -44,6 +44,15 @@ EditDirection pick_component(Tensor values, const std::string& what, const std::
   return out;
 }
 
+/// The member called `name`, the last of several so called as numpy.load takes it (its zipfile keeps
+/// the last of repeated names; ZipArchive::find gives the first), or nullptr.
+const readers::ZipEntry* npz_member(const readers::ZipArchive& zip, const std::string& name) {
+  const readers::ZipEntry* out = nullptr;
+  for (const readers::ZipEntry& e : zip.entries())
+    if (e.name == name) out = &e;
+  return out;
+}
+
 }  // namespace
 
 EditDirection read_edit_direction(const std::string& path, int component) {
@@ -52,7 +61,7 @@ EditDirection read_edit_direction(const std::string& path, int component) {
   const size_t size = f.size();
   if (readers::looks_like_zip(data, size)) {
     readers::ZipArchive zip(data, size, path);
-    const readers::ZipEntry* comp = zip.find("lat_comp.npy");
+    const readers::ZipEntry* comp = npz_member(zip, "lat_comp.npy");
     if (comp != nullptr) {  // GANSpace (decomposition.py: np.savez_compressed of lat_comp, lat_stdev, ...)
       const std::vector<uint8_t> bytes = zip.inflated(*comp, kMaxMember);
       Tensor values = npy_float_tensor(parse_npy(bytes.data(), bytes.size(), path + ": array 'lat_comp'"),
@@ -65,7 +74,7 @@ EditDirection read_edit_direction(const std::string& path, int component) {
       EditDirection out = pick_component(std::move(values), path, "GANSpace array 'lat_comp'", component, k > 1);
       const int c = k > 1 ? component : 0;
       out.note = "GANSpace component " + std::to_string(c) + " of " + std::to_string(k) + " ('lat_comp')";
-      if (const readers::ZipEntry* sd = zip.find("lat_stdev.npy")) {
+      if (const readers::ZipEntry* sd = npz_member(zip, "lat_stdev.npy")) {
         const std::vector<uint8_t> sb = zip.inflated(*sd, kMaxMember);
         const Tensor stdev = npy_float_tensor(parse_npy(sb.data(), sb.size(), path + ": array 'lat_stdev'"),
                                               path + ": array 'lat_stdev'");

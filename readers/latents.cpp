@@ -75,6 +75,7 @@ Latents from_npz(const uint8_t* data, size_t size, const std::string& what) {
   size_t nbytes = 0;
   if (pick->method == 8 && (pick->flags & 1) == 0) {  // numpy.savez_compressed
     check_memory(pick->size, what, "inflating array '" + pk::printable(name, 200) + "'");
+    zip.check_inflated_size(*pick);  // a bomb's claimed size is refused before any allocation
     inflated.resize(static_cast<size_t>(pick->size));
     detail::inflate_raw(data + pick->data_offset, static_cast<size_t>(pick->compressed_size), inflated.data(),
                         inflated.size(), member);

@@ -87,9 +87,11 @@ ZipArchive::ZipArchive(const uint8_t* data, size_t size, std::string what)
   uint64_t cd_size = load_le32(e + 12);
   uint64_t cd_offset = load_le32(e + 16);
   // 2. ZIP64: a locator right before the end record points to the ZIP64 end record.
-  if (count == 0xffff || cd_size == 0xffffffffu || cd_offset == 0xffffffffu) {
-    if (eocd < 20 || load_le32(data_ + eocd - 20) != kLocator64Sig)
-      bad("ZIP64 end record locator missing before byte ", eocd);
+  //    Exactly 65,535 entries have no ZIP64 records where Python's zipfile wrote them (it adds them
+  //    only for more): the plain count then stands.
+  const bool locator = eocd >= 20 && load_le32(data_ + eocd - 20) == kLocator64Sig;
+  if ((count == 0xffff && locator) || cd_size == 0xffffffffu || cd_offset == 0xffffffffu) {
+    if (!locator) bad("ZIP64 end record locator missing before byte ", eocd);
     const uint64_t z = load_le64(data_ + eocd - 20 + 8);
     if (size_ < 56 || z > size_ - 56 || load_le32(data_ + z) != kEnd64Sig) bad("ZIP64 end record expected at byte ", z);
     count = load_le64(data_ + z + 32);
@@ -197,6 +199,12 @@ std::string_view ZipArchive::data(const ZipEntry& e) const {
   return {reinterpret_cast<const char*>(p), static_cast<size_t>(e.size)};
 }
 
+void ZipArchive::check_inflated_size(const ZipEntry& e) const {
+  if (e.method == 8 && e.size / 1032 > e.compressed_size)  // deflate's largest ratio is about 1032:1
+    fail(ErrorKind::bad_file, what_, ": corrupt zip archive: entry '", pickle::printable(e.name, 80), "' claims ",
+         e.size, " bytes from ", e.compressed_size, " deflated bytes, more than deflate can produce");
+}
+
 std::vector<uint8_t> ZipArchive::inflated(const ZipEntry& e, uint64_t max_size) const {
   const std::string shown = pickle::printable(e.name, 80);
   if (e.method == 0) {
@@ -210,9 +218,7 @@ std::vector<uint8_t> ZipArchive::inflated(const ZipEntry& e, uint64_t max_size) 
   if (e.size > max_size)
     fail(ErrorKind::unsupported, what_, ": unsupported: zip entry '", shown, "' inflates to ", e.size,
          " bytes, more than the ", max_size, " bytes read from such an entry");
-  if (e.size / 1032 > e.compressed_size)  // deflate's largest ratio is about 1032:1
-    fail(ErrorKind::bad_file, what_, ": corrupt zip archive: entry '", shown, "' claims ", e.size, " bytes from ",
-         e.compressed_size, " deflated bytes, more than deflate can produce");
+  check_inflated_size(e);
   std::vector<uint8_t> out(static_cast<size_t>(e.size));
   detail::inflate_raw(data_ + e.data_offset, static_cast<size_t>(e.compressed_size), out.data(), out.size(),
                       what_ + ": zip entry '" + shown + "'");

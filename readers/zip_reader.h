@@ -60,6 +60,9 @@ class ZipArchive {
   /// most `max_size` (Error(unsupported) otherwise, and for another method or an encrypted entry;
   /// Error(bad_file) for a broken stream or a CRC mismatch). numpy.savez_compressed's members.
   std::vector<uint8_t> inflated(const ZipEntry& e, uint64_t max_size) const;
+  /// Error(bad_file) when a deflated entry claims a size its compressed bytes cannot inflate to
+  /// (deflate's largest ratio is about 1032:1): a zip bomb's lie, refused before any allocation.
+  void check_inflated_size(const ZipEntry& e) const;
   const std::string& what() const { return what_; }
   const ZipStats& stats() const { return stats_; }
 
