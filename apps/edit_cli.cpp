@@ -86,7 +86,13 @@ EditArgs read_edit_args(const Args& args) {
     WsEdit e;
     e.strength = strength_text ? parse_strength(g, *strength_text) : 1.0f;
     e.what = "--edit " + shown(path);
-    EditDirection d = read_edit_direction(path, component);
+    EditDirection d;
+    try {
+      d = read_edit_direction(path, component);
+    } catch (const Error& err) {  // name the option, as --ws does: "--edit FILE: cannot open ..."
+      if (err.message().rfind("--edit", 0) == 0) throw;
+      throw Error(err.kind(), "--edit " + err.message(), err.hint());
+    }
     any_several |= d.components > 1;
     e.direction = std::move(d.values);
     out.notes.push_back(d.note.empty() ? std::string() : e.what + ": " + d.note + ", " + e.direction.shape_str());
