@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <utility>
 
 #include "cli_util.h"
 #include "commands.h"
@@ -66,6 +67,10 @@ int run_blend(int argc, char** argv) {
            " has a checkpoint's extension, but sg2 blend writes a safetensors model file: name it ",
            shown(out.substr(0, out.size() - e.size())), ".safetensors");
   }
+  for (const auto& [option, path] : {std::pair<const char*, std::string>{"--low", low}, {"--high", high}})
+    if (same_file(out, path))
+      fail(ErrorKind::invalid_argument, "--out ", shown(out), " is the ", option,
+           " network's file: choose another name (the blend is read from it while it is written)");
   const size_t slash = out.rfind('/');
   const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : out.substr(0, slash);
   if (!is_dir(folder))

@@ -83,6 +83,12 @@ float parse_float(const std::string& what, const std::string& text) {
   return v;
 }
 
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {
+  }, sb{};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 std::string shown(const std::string& text) { return printable(text, 4096); }
 
 std::string trim_blanks(const std::string& s) {

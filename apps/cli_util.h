@@ -55,6 +55,10 @@ float parse_float(const std::string& what, const std::string& text);
 /// (sg2::printable: a control byte, a backslash or a non-ASCII byte as \xNN), never cut short.
 std::string shown(const std::string& text);
 
+/// True when both paths name one existing file (the same device and inode: links and ./ included),
+/// so that an output never replaces the command's own input.
+bool same_file(const std::string& a, const std::string& b);
+
 /// `s` without leading and trailing blanks (spaces, tabs).
 std::string trim_blanks(const std::string& s);
 

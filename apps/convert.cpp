@@ -36,12 +36,6 @@ int parse_int_option(const std::string& name, const std::string& text, long lo, 
   return static_cast<int>(v);
 }
 
-bool same_file(const std::string& a, const std::string& b) {
-  struct stat sa {
-  }, sb{};
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 int run_convert(int argc, char** argv) {
   sg2::cli::Options opts(
       "sg2 convert",
@@ -112,7 +106,7 @@ int run_convert(int argc, char** argv) {
                 "safetensors model file: name it ",
                 sg2::cli::shown(out.substr(0, out.size() - e.size())), ".safetensors");
   }
-  if (same_file(in, out))
+  if (sg2::cli::same_file(in, out))
     sg2::fail(sg2::ErrorKind::invalid_argument, "OUT ", sg2::cli::shown(out),
               " is the input file; choose another name");
   sg2::ConvertResult res;

@@ -161,6 +161,11 @@ int run_generate(int argc, char** argv) {
       (latents_path.size() < 5 || latents_path.compare(latents_path.size() - 4, 4, ".npz") != 0))
     fail(ErrorKind::invalid_argument, "--save-latents ", shown(latents_path),
          ": the archive's name must end in .npz (numpy.load reads it by its content, numpy.savez names it so)");
+  if (!latents_path.empty())
+    for (const char* in : {"ws", "network"})
+      if (has(args, in) && same_file(latents_path, get(args, in)))
+        fail(ErrorKind::invalid_argument, "--save-latents ", shown(latents_path), " is the --", in,
+             " input: choose another name (the archive replaces the file it would be read from)");
   if (has(args, "size")) {
     size_factor(get(args, "size"), 0, 0);  // the syntax now, the divisor once the model is loaded
     if (fmt == OutputFormat::npy || fmt == OutputFormat::both)

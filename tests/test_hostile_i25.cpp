@@ -239,3 +239,34 @@ TEST(HostileI25, ZipOfExactly65535EntriesWithoutZip64IsRead) {
         << e.message();
   }
 }
+
+// An output named as the command's own input is refused before anything is written, as sg2 convert
+// does: blend --out equal to --low or --high, generate --save-latents equal to --ws (the archive would
+// replace the file it is read from).
+TEST(HostileI25, OutputsNeverReplaceTheirInput) {
+  const std::string dir = temp_dir("hostile_same");
+  ModelConfig cfg = make_config(16, 64, 8, 8, 8, 0, 3, 2, Architecture::skip, std::nullopt, 0);
+  save_model_file(dir + "/a.safetensors", make_random_model(cfg, 1));
+  save_model_file(dir + "/b.safetensors", make_random_model(cfg, 2));
+  const std::string a_before = slurp(dir + "/a.safetensors");
+  for (const char* side : {"--low", "--high"}) {
+    const std::string other = std::string(side) == "--low" ? "--high" : "--low";
+    const CliResult r = run_cli({"blend", side, dir + "/a.safetensors", other, dir + "/b.safetensors", "--at", "8",
+                                 "--out", dir + "/./a.safetensors"});
+    EXPECT_EQ(r.status, 2) << describe(r);
+    EXPECT_TRUE(has_text(r.err, std::string("is the ") + side + " network's file: choose another name")) << r.err;
+  }
+  EXPECT_EQ(slurp(dir + "/a.safetensors"), a_before);
+
+  const std::string ws = dir + "/latents.npz";
+  CliResult r = run_cli({"generate", "--network", dir + "/a.safetensors", "--device", "cpu", "--seeds", "0-2",
+                         "--outdir", dir + "/g", "--save-latents", ws, "-q"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  const std::string ws_before = slurp(ws);
+  r = run_cli({"generate", "--network", dir + "/a.safetensors", "--device", "cpu", "--ws", ws, "--outdir", dir + "/h",
+               "--save-latents", ws});
+  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_TRUE(has_text(r.err, "is the --ws input: choose another name")) << r.err;
+  EXPECT_EQ(slurp(ws), ws_before);
+  EXPECT_FALSE(file_exists(dir + "/h"));
+}
