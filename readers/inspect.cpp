@@ -181,9 +181,14 @@ std::string inspect_to_text(const InspectReport& r) {
     row("noise buffers", "none stored (noise_const is zeros: noise mode const adds no noise)");
   } else if (c.synthesis.use_noise) {
     std::string noise = std::to_string(r.noise_buffers.size()) + " noise_const maps (";
-    for (size_t i = 0; i < r.noise_buffers.size(); ++i)
-      noise += (i ? ", " : "") + std::to_string(r.noise_buffers[i].resolution);
-    row("noise buffers", noise + ")");
+    const bool square = c.width() == c.height();  // non-square: each map's width x height, as the resolution
+    for (size_t i = 0; i < r.noise_buffers.size(); ++i) {
+      const int64_t res = r.noise_buffers[i].resolution;
+      noise += (i ? ", " : "") + (square ? std::to_string(res)
+                                         : std::to_string(res * c.width() / c.img_resolution) + "x" +
+                                               std::to_string(res * c.height() / c.img_resolution));
+    }
+    row("noise buffers", noise + (square ? ")" : "; width x height)"));
   } else {
     row("noise buffers", "none (use_noise off)");
   }

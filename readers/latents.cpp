@@ -2,6 +2,7 @@
 // safe pickle reader (tensors and numpy arrays only; nothing is ever called).
 #include "sg2/latents.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string_view>
@@ -65,9 +66,16 @@ Latents from_npz(const uint8_t* data, size_t size, const std::string& what) {
   }
   if (names.empty()) fail(ErrorKind::bad_file, what, ": an .npz file without arrays");
   if (pick == nullptr && names.size() == 1) pick = &zip.entries()[0];
-  if (pick == nullptr)
+  if (pick == nullptr) {
+    const bool has_z = std::find(names.begin(), names.end(), "z") != names.end() ||
+                       std::find(names.begin(), names.end(), "seeds") != names.end();
+    if (has_z)  // seeds or z without w: images come from those by --seeds, not --ws
+      fail_hint(ErrorKind::bad_file, "for the images of its seeds use --seeds (sg2 generate --save-latents saves w)",
+                what, ": an .npz with arrays ", quoted_names(names, 8),
+                ", none called 'w' (the name NVIDIA's projector uses); save the latents as .npy or under the name w");
     fail(ErrorKind::bad_file, what, ": an .npz with arrays ", quoted_names(names, 8),
          ", none called 'w' (the name NVIDIA's projector uses); save the latents as .npy or under the name w");
+  }
   const std::string name = pick->name.substr(0, pick->name.size() - 4);
   const std::string member = what + ": array '" + pk::printable(name, 200) + "'";
   std::vector<uint8_t> inflated;

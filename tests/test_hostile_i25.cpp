@@ -270,3 +270,24 @@ TEST(HostileI25, OutputsNeverReplaceTheirInput) {
   EXPECT_EQ(slurp(ws), ws_before);
   EXPECT_FALSE(file_exists(dir + "/h"));
 }
+
+// An .npz of seeds and z but no w (a latent list of another tool): refused naming its arrays, with the
+// hint that its images come from --seeds.
+TEST(HostileI25, ArchiveOfSeedsWithoutWPointsToSeeds) {
+  const std::string dir = temp_dir("hostile_now");
+  const std::string path = dir + "/seeds_z.npz";
+  {
+    NpzWriter npz(path, {{"seeds", "<u4", {2}}, {"z", "<f4", {2, 4}}});
+    const uint32_t seeds[2] = {3, 4};
+    const float z[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    npz.append(0, seeds, sizeof seeds);
+    npz.append(1, z, sizeof z);
+    npz.finish();
+  }
+  const CliResult r =
+      run_cli({"generate", "--network", digits32(), "--device", "cpu", "--ws", path, "--outdir", dir + "/g"});
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_TRUE(has_text(r.err, "arrays 'seeds', 'z', none called 'w'")) << r.err;
+  EXPECT_TRUE(has_text(r.err, "hint: for the images of its seeds use --seeds")) << r.err;
+  EXPECT_FALSE(file_exists(dir + "/g"));
+}

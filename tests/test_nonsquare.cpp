@@ -227,6 +227,11 @@ TEST(NonSquareCli, EveryCommandWritesTheAspectRatio) {
   r = run_cli({"inspect", model});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("16x32, 3 channels (width x height: a non-square network)"), std::string::npos) << r.out;
+  r = run_cli({"inspect", pkl});  // the checkpoint's noise buffers, each map as width x height
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("7 noise_const maps (2x4, 4x8, 4x8, 8x16, 8x16, 16x32, 16x32; width x height)"),
+            std::string::npos)
+      << r.out;
   r = run_cli({"inspect", "--json", pkl});
   ASSERT_EQ(r.status, 0) << r.err;
   const json ij = json::parse(r.out);
