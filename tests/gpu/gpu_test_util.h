@@ -53,6 +53,15 @@ inline bool tf32x3_runs_here(int cin, int cout) {
   return cuda::choose_conv(s, cuda::ConvMath::fp32_strict, gpu_caps(), true).impl == cuda::ConvImpl::tensor_core;
 }
 
+/// Options for a Generator on GPU 0 in `p`, at most `max_batch` images per call.
+inline GeneratorOptions on_gpu(Precision p, int max_batch) {
+  GeneratorOptions o;
+  o.device = Device{Device::Kind::cuda, 0};
+  o.precision = p;
+  o.max_batch = max_batch;
+  return o;
+}
+
 /// A CUDA Generator (device 0) with engine-internal options: the fallbacks other GPUs take, a
 /// memory limit (engine/cuda/options.h).
 inline Generator cuda_generator(const Model& model, Precision p, int max_batch, const cuda::CudaOptions& o) {

@@ -19,14 +19,6 @@ using namespace sg2::gputest;
 
 namespace {
 
-GeneratorOptions on_gpu(Precision p, int max_batch) {
-  GeneratorOptions o;
-  o.device = Device{Device::Kind::cuda, 0};
-  o.precision = p;
-  o.max_batch = max_batch;
-  return o;
-}
-
 Tensor wave(std::vector<int64_t> shape, float f, float scale) {
   Tensor t(std::move(shape));
   for (int64_t i = 0; i < t.numel(); ++i) t[i] = std::sin(f * float(i) + 0.3f) * scale;

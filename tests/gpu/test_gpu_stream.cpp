@@ -25,14 +25,6 @@ using namespace sg2::gputest;
 
 namespace {
 
-GeneratorOptions on_gpu(Precision p, int max_batch) {
-  GeneratorOptions o;
-  o.device = Device{Device::Kind::cuda, 0};
-  o.precision = p;
-  o.max_batch = max_batch;
-  return o;
-}
-
 /// uint8 images of `seeds` through generate_stream: one byte vector per image.
 std::vector<std::vector<uint8_t>> stream_u8(const std::vector<Generator*>& gens, const std::vector<uint32_t>& seeds,
                                             int batch, int class_idx = -1) {
