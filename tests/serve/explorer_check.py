@@ -147,91 +147,128 @@ def find_chromium(given):
 
 
 def check(sg2, chromium, screenshot):
-    with Server(sg2, '--jobs', '2') as srv, tempfile.TemporaryDirectory(prefix='sg2_chromium_') as profile:
-        browser = subprocess.Popen([chromium, '--headless', '--disable-gpu', '--no-sandbox', '--no-first-run',
-                                    '--no-default-browser-check', '--disable-extensions', '--disable-dev-shm-usage',
-                                    '--remote-debugging-port=0', '--remote-debugging-address=127.0.0.1',
-                                    f'--user-data-dir={profile}', '--window-size=1200,800', 'about:blank'],
-                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                   start_new_session=True)
+    profile = tempfile.mkdtemp(prefix='sg2_chromium_')
+    try:
+        with Server(sg2, '--jobs', '2') as srv:
+            run_browser(chromium, srv, profile, screenshot)
+    finally:
+        remove_profile(profile)
+
+
+def stop_browser(browser):
+    """Ends chromium and every helper process it started (they share the session it was started in)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
-            os.set_blocking(browser.stderr.fileno(), False)
-            deadline, err, ws_url = time.monotonic() + 60, b'', None
-            while time.monotonic() < deadline and ws_url is None:
-                chunk = browser.stderr.read() or b''
-                err += chunk
-                m = re.search(rb'DevTools listening on (ws://\S+)', err)
-                if m:
-                    ws_url = m.group(1).decode()
-                elif browser.poll() is not None:
-                    raise RuntimeError('chromium ended: ' + err.decode(errors='replace')[-1500:])
-                else:
-                    time.sleep(0.1)
-            if ws_url is None:
-                raise TimeoutError('chromium did not open its DevTools port in 60 s: ' + err.decode(errors='replace')[-1500:])
-            port = int(re.match(r'ws://[^:]+:(\d+)/', ws_url).group(1))
-            with urllib.request.urlopen(f'http://127.0.0.1:{port}/json/list', timeout=20) as r:
-                pages = [t for t in json.load(r) if t.get('type') == 'page']
-            dt = DevTools(pages[0]['webSocketDebuggerUrl'], timeout=30)
-            for domain in ('Runtime.enable', 'Log.enable', 'Page.enable'):
-                dt.call(domain)
-            dt.call('Emulation.setDeviceMetricsOverride', width=1200, height=800, deviceScaleFactor=1, mobile=False)
-            dt.call('Page.navigate', url=f'http://127.0.0.1:{srv.port}/')
-            dt.wait('window.sg2Explorer && window.sg2Explorer.loads >= 1', what='the first image')
-            width, first = dt.eval(PIXELS)
-            assert width == 32, f'the image is {width} px wide, expected 32'
-            steps = [  # (what, JavaScript that changes a control, expected in the query)
-                ('next seed button', "document.getElementById('next').click()", 'seed=1&'),
-                ('typed seed', "(() => { const s = document.getElementById('seed'); s.value = '42';"
-                               " s.dispatchEvent(new Event('change')); })()", 'seed=42&'),
-                ('class', "(() => { const c = document.getElementById('class'); c.value = '7';"
-                          " c.dispatchEvent(new Event('change')); })()", 'class=7'),
-                ('style mixing', "document.getElementById('mix').click()", 'row-seed=42&col-seed=1&styles=0-6'),
-                ('noise mode', "(() => { const n = document.getElementById('noise-mode'); n.value = 'random';"
-                               " n.dispatchEvent(new Event('change')); })()", 'noise-mode=random'),
-            ]
-            seen = [first]
-            for what, js, expected in steps:
-                before = dt.eval('window.sg2Explorer.loads')
-                dt.eval(js)
-                dt.wait(f'window.sg2Explorer.loads > {before}', what=what)
-                query = dt.eval('window.sg2Explorer.lastQuery')
-                assert expected in query, f'{what}: the request was {query!r}, expected {expected!r} in it'
-                seen.append(dt.eval(PIXELS)[1])
-            assert seen[1] != seen[0], 'the next seed showed the same pixels'
-            assert seen[2] not in seen[:2], 'a typed seed showed the same pixels as an earlier one'
-            before = dt.eval('window.sg2Explorer.loads')
-            dt.eval("document.getElementById('mix').click(); document.getElementById('walk-frames').value = '6';"
-                    " document.getElementById('walk').click()")
-            dt.wait(f'window.sg2Explorer.loads >= {before} + 7 && !window.sg2Explorer.walking', timeout=60,
-                    what='the latent walk (7 frames)')
-            state = dt.eval('JSON.stringify(window.sg2Explorer)')
-            assert json.loads(state)['errors'] == 0, 'the page reported an error: ' + state
-            if screenshot:
-                dt.eval("(() => { const m = document.getElementById('mix'); if (m.checked) m.click();"
-                        " const n = document.getElementById('noise-mode'); n.value = 'const';"
-                        " n.dispatchEvent(new Event('change')); const s = document.getElementById('seed');"
-                        " s.value = '7'; s.dispatchEvent(new Event('change')); })()")
-                dt.wait(f'window.sg2Explorer.loads > {before} + 7', what='the screenshot image')
-                time.sleep(0.3)
-                shot = dt.call('Page.captureScreenshot', format='png')
-                with open(screenshot, 'wb') as f:
-                    f.write(base64.b64decode(shot['data']))
-            dt.call('Runtime.evaluate', expression='1')  # collect the last events
-            problems = dt.problems()
-            assert not problems, 'browser problems:\n  ' + '\n  '.join(problems)
-            log = srv.stderr()
-            n_walk = len(re.findall(r'"POST /v1/generate', log))
-            print(f'explorer: {dt.eval("window.sg2Explorer.loads")} images shown in headless Chromium '
-                  f'({n_walk} walk frames POSTed), seed changes changed the pixels, no console errors'
-                  + (f'; screenshot {screenshot}' if screenshot else ''))
-        finally:
-            browser.terminate()
+            os.killpg(browser.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            browser.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            continue
+        # the main process has ended; its helpers may still be flushing the profile
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
             try:
-                browser.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(browser.pid, signal.SIGKILL)  # the session the browser was started in
-                browser.wait(timeout=10)
+                os.killpg(browser.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
+
+
+def remove_profile(profile):
+    """Removes chromium's profile; a helper still writing into it makes rmtree race, so it retries."""
+    for _ in range(50):
+        try:
+            shutil.rmtree(profile)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.1)
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+def run_browser(chromium, srv, profile, screenshot):
+    browser = subprocess.Popen([chromium, '--headless', '--disable-gpu', '--no-sandbox', '--no-first-run',
+                                '--no-default-browser-check', '--disable-extensions', '--disable-dev-shm-usage',
+                                '--remote-debugging-port=0', '--remote-debugging-address=127.0.0.1',
+                                f'--user-data-dir={profile}', '--window-size=1200,800', 'about:blank'],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               start_new_session=True)
+    try:
+        os.set_blocking(browser.stderr.fileno(), False)
+        deadline, err, ws_url = time.monotonic() + 60, b'', None
+        while time.monotonic() < deadline and ws_url is None:
+            chunk = browser.stderr.read() or b''
+            err += chunk
+            m = re.search(rb'DevTools listening on (ws://\S+)', err)
+            if m:
+                ws_url = m.group(1).decode()
+            elif browser.poll() is not None:
+                raise RuntimeError('chromium ended: ' + err.decode(errors='replace')[-1500:])
+            else:
+                time.sleep(0.1)
+        if ws_url is None:
+            raise TimeoutError('chromium did not open its DevTools port in 60 s: ' + err.decode(errors='replace')[-1500:])
+        port = int(re.match(r'ws://[^:]+:(\d+)/', ws_url).group(1))
+        with urllib.request.urlopen(f'http://127.0.0.1:{port}/json/list', timeout=20) as r:
+            pages = [t for t in json.load(r) if t.get('type') == 'page']
+        dt = DevTools(pages[0]['webSocketDebuggerUrl'], timeout=30)
+        for domain in ('Runtime.enable', 'Log.enable', 'Page.enable'):
+            dt.call(domain)
+        dt.call('Emulation.setDeviceMetricsOverride', width=1200, height=800, deviceScaleFactor=1, mobile=False)
+        dt.call('Page.navigate', url=f'http://127.0.0.1:{srv.port}/')
+        dt.wait('window.sg2Explorer && window.sg2Explorer.loads >= 1', what='the first image')
+        width, first = dt.eval(PIXELS)
+        assert width == 32, f'the image is {width} px wide, expected 32'
+        steps = [  # (what, JavaScript that changes a control, expected in the query)
+            ('next seed button', "document.getElementById('next').click()", 'seed=1&'),
+            ('typed seed', "(() => { const s = document.getElementById('seed'); s.value = '42';"
+                           " s.dispatchEvent(new Event('change')); })()", 'seed=42&'),
+            ('class', "(() => { const c = document.getElementById('class'); c.value = '7';"
+                      " c.dispatchEvent(new Event('change')); })()", 'class=7'),
+            ('style mixing', "document.getElementById('mix').click()", 'row-seed=42&col-seed=1&styles=0-6'),
+            ('noise mode', "(() => { const n = document.getElementById('noise-mode'); n.value = 'random';"
+                           " n.dispatchEvent(new Event('change')); })()", 'noise-mode=random'),
+        ]
+        seen = [first]
+        for what, js, expected in steps:
+            before = dt.eval('window.sg2Explorer.loads')
+            dt.eval(js)
+            dt.wait(f'window.sg2Explorer.loads > {before}', what=what)
+            query = dt.eval('window.sg2Explorer.lastQuery')
+            assert expected in query, f'{what}: the request was {query!r}, expected {expected!r} in it'
+            seen.append(dt.eval(PIXELS)[1])
+        assert seen[1] != seen[0], 'the next seed showed the same pixels'
+        assert seen[2] not in seen[:2], 'a typed seed showed the same pixels as an earlier one'
+        before = dt.eval('window.sg2Explorer.loads')
+        dt.eval("document.getElementById('mix').click(); document.getElementById('walk-frames').value = '6';"
+                " document.getElementById('walk').click()")
+        dt.wait(f'window.sg2Explorer.loads >= {before} + 7 && !window.sg2Explorer.walking', timeout=60,
+                what='the latent walk (7 frames)')
+        state = dt.eval('JSON.stringify(window.sg2Explorer)')
+        assert json.loads(state)['errors'] == 0, 'the page reported an error: ' + state
+        if screenshot:
+            dt.eval("(() => { const m = document.getElementById('mix'); if (m.checked) m.click();"
+                    " const n = document.getElementById('noise-mode'); n.value = 'const';"
+                    " n.dispatchEvent(new Event('change')); const s = document.getElementById('seed');"
+                    " s.value = '7'; s.dispatchEvent(new Event('change')); })()")
+            dt.wait(f'window.sg2Explorer.loads > {before} + 7', what='the screenshot image')
+            time.sleep(0.3)
+            shot = dt.call('Page.captureScreenshot', format='png')
+            with open(screenshot, 'wb') as f:
+                f.write(base64.b64decode(shot['data']))
+        dt.call('Runtime.evaluate', expression='1')  # collect the last events
+        problems = dt.problems()
+        assert not problems, 'browser problems:\n  ' + '\n  '.join(problems)
+        log = srv.stderr()
+        n_walk = len(re.findall(r'"POST /v1/generate', log))
+        print(f'explorer: {dt.eval("window.sg2Explorer.loads")} images shown in headless Chromium '
+              f'({n_walk} walk frames POSTed), seed changes changed the pixels, no console errors'
+              + (f'; screenshot {screenshot}' if screenshot else ''))
+    finally:
+        stop_browser(browser)
 
 
 def main():
