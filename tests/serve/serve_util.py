@@ -11,16 +11,17 @@ import time
 
 
 class Server:
-    """`sg2 serve --port 0 ...` on 127.0.0.1; the listening line gives the port. Use as a context
-    manager: the process is stopped (SIGTERM, then SIGKILL after 20 s) however the block ends."""
+    """`sg2 serve --port 0 --device DEVICE ...` on 127.0.0.1 (DEVICE: cpu unless given); the listening line
+    gives the port. Use as a context manager: the process is stopped (SIGTERM, then SIGKILL after 20 s)
+    however the block ends."""
 
-    def __init__(self, sg2, *args, env=None, start_timeout=60):
+    def __init__(self, sg2, *args, env=None, start_timeout=60, device='cpu'):
         self.log = tempfile.NamedTemporaryFile(prefix='sg2_serve_', suffix='.log', delete=False)
         self.log.close()  # the server appends to it; read back by name
         log = open(self.log.name, 'wb')
         e = dict(os.environ)
         e.update(env or {})
-        self.proc = subprocess.Popen([sg2, 'serve', '--port', '0', '--device', 'cpu', *args], stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen([sg2, 'serve', '--port', '0', '--device', device, *args], stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=log, env=e)
         log.close()
         self.port = None
