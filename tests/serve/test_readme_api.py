@@ -113,8 +113,9 @@ class ReadmeServeExamples(unittest.TestCase):
         h = os.path.join(cwd, 'headers.txt')
         if os.path.exists(h):
             os.unlink(h)
+        env = dict(os.environ, no_proxy='127.0.0.1', NO_PROXY='127.0.0.1')  # a proxy setting never takes the loopback
         r = subprocess.run(['curl', '-sS', '--max-time', '30', '-D', h, *live[1:]], cwd=cwd, stdin=subprocess.DEVNULL,
-                           capture_output=True, timeout=60)
+                           capture_output=True, timeout=60, env=env)
         headers = read(h).decode(errors='replace') if os.path.exists(h) else ''
         self.assertEqual(r.returncode, 0, f'{where}: curl exit {r.returncode}: {r.stderr.decode(errors="replace")}')
         statuses = [l.split()[1] for l in headers.splitlines() if l.startswith('HTTP/')]
