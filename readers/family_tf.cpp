@@ -12,6 +12,10 @@
 // values and applies the same runtime gains.
 #include <cmath>
 #include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "readers/families.h"
 #include "readers/numpy_decode.h"
@@ -52,6 +56,19 @@ class TfConverter {
 
  private:
   void collect(const std::string& prefix, const Node* net, int depth);
+  void refuse_reshaping_forks();
+  /// The [h, w] of a kwarg holding two whole numbers in [1, 2^20] (a list or a tuple), else nullopt.
+  std::optional<std::pair<int64_t, int64_t>> kw_pair(const Node* v) {
+    const auto* s = pickle::as_seq(v);
+    if (s == nullptr || s->size() != 2) return std::nullopt;
+    int64_t hw[2] = {0, 0};
+    for (int i = 0; i < 2; ++i) {
+      auto n = as_number((*s)[size_t(i)], ck_.doc, what_);
+      if (!n || !(*n >= 1 && *n <= (1 << 20)) || *n != std::floor(*n)) return std::nullopt;
+      hw[i] = static_cast<int64_t>(*n);
+    }
+    return std::make_pair(hw[0], hw[1]);
+  }
   const Node* kwarg(const char* key) const {
     for (const Node* net : nets_)
       if (const Node* v = pickle::dict_get(pickle::attr(net, "static_kwargs"), key)) return v;
@@ -120,6 +137,76 @@ void TfConverter::collect(const std::string& prefix, const Node* net, int depth)
   }
 }
 
+// Forks of the TensorFlow code that draw another shape than the square img_resolution: the
+// rectangular ones (static kwargs resolution_w / resolution_h; eps696/stylegan2's init_res = [h, w],
+// an h x w const with noise variables [h, w] * 2^k, images resolution * [h, w] / 4) and eps696's
+// size / scale_type, which pad or scale the feature maps to another output size. Such a pickle would
+// load as a plain square network, or fail on a shape as if corrupt: it is refused, saying what it is
+// and why sg2 does not read it (the forks run on TensorFlow 1.x only, so there are no goldens from
+// their own code to check an implementation against).
+void TfConverter::refuse_reshaping_forks() {
+  std::vector<std::string> found;
+  auto pair_text = [](std::pair<int64_t, int64_t> p) {
+    return "[" + std::to_string(p.first) + ", " + std::to_string(p.second) + "]";
+  };
+  auto given = [&](const char* k) {
+    const Node* v = kwarg(k);
+    return v != nullptr && !pickle::is_none(v) ? v : nullptr;
+  };
+  for (const char* k : {"resolution_w", "resolution_h"})
+    if (given(k)) found.push_back(std::string("static kwarg ") + k);
+  // The image size the fork's G_synthesis_stylegan2 draws: resolution * init_res / 4, or `size`.
+  int R = 4;
+  while (R < (1 << 14) && has("synthesis/" + std::to_string(R * 2) + "x" + std::to_string(R * 2) + "/Conv1/weight"))
+    R *= 2;
+  std::optional<std::pair<int64_t, int64_t>> init = std::make_pair(int64_t(4), int64_t(4)), out;
+  bool shape_kwargs = false;
+  if (const Node* v = given("init_res")) {
+    shape_kwargs = true;
+    init = kw_pair(v);
+    if (!init)
+      found.push_back("static kwarg init_res " + pickle::describe(v));
+    else if (*init != std::make_pair(int64_t(4), int64_t(4)))
+      found.push_back("static kwarg init_res " + pair_text(*init));
+  }
+  if (has("synthesis/4x4/Const/const")) {
+    auto cs = shape("synthesis/4x4/Const/const");
+    if (cs.size() == 4 && cs[2] != cs[3])
+      found.push_back("a " + std::to_string(cs[2]) + "x" + std::to_string(cs[3]) + " const");
+  }
+  if (init) out = std::make_pair(R * init->first / 4, R * init->second / 4);
+  if (const Node* v = given("size")) {
+    shape_kwargs = true;
+    const auto size = kw_pair(v);
+    const Node* st = given("scale_type");
+    const std::string scale =
+        st == nullptr ? std::string()
+                      : ", scale_type " + (pickle::as_str(st) ? "'" + pickle::printable(*pickle::as_str(st), 20) + "'"
+                                                              : pickle::describe(st));
+    if (!size || !out || *size != *out)
+      found.push_back("static kwarg" + std::string(st ? "s" : "") + " size " +
+                      (size ? pair_text(*size) : pickle::describe(v)) + scale);
+    out = size;
+  }
+  if (found.empty()) return;
+  std::string list;
+  for (const std::string& f : found) list += (list.empty() ? "" : ", ") + f;
+  std::string what = "a rectangular (non-square) generator from a StyleGAN2 fork (" + list;
+  if (shape_kwargs && out) {
+    const std::string hw = std::to_string(out->first) + "x" + std::to_string(out->second);
+    if (out->first == out->second)
+      what = "a StyleGAN2 fork's generator of another image size (" + list + ": " + hw + " images, not " +
+             std::to_string(R) + "x" + std::to_string(R);
+    else
+      what += ": " + hw + " images, height x width";
+  }
+  fail(ErrorKind::unsupported, what_, ": unsupported: ", what,
+       "); such forks (eps696/stylegan2 with init_res, size or scale_type; resolution_w / resolution_h) run on "
+       "TensorFlow 1.x only, which cannot be run here, so there are no goldens from the fork's own code to check an "
+       "implementation against, and sg2 does not read them (it runs StyleGAN-Human's non-square networks: its ADA "
+       "pickles and rosinality-fork checkpoints)");
+}
+
 Conversion TfConverter::run(const Node* gs) {
   auto version = pickle::as_int(pickle::attr(gs, "version"));
   if (version && *version < 4)
@@ -136,22 +223,7 @@ Conversion TfConverter::run(const Node* gs) {
     if (name.find("LabelConcat") != std::string::npos)
       fail(ErrorKind::unsupported, what_, ": unsupported: original-StyleGAN2 label concatenation (", name, ")");
   }
-  // Rectangular forks (a W x H output from a 4 x 2 const, static kwarg resolution_w / resolution_h):
-  // recognisable, and not a corrupt file; say what it is.
-  std::string rect;
-  for (const char* k : {"resolution_w", "resolution_h"})
-    if (kwarg(k)) rect += std::string(rect.empty() ? "" : ", ") + "static kwarg " + k;
-  if (has("synthesis/4x4/Const/const")) {
-    auto cs = shape("synthesis/4x4/Const/const");
-    if (cs.size() == 4 && cs[2] != cs[3])
-      rect +=
-          std::string(rect.empty() ? "" : ", ") + "a " + std::to_string(cs[2]) + "x" + std::to_string(cs[3]) + " const";
-  }
-  if (!rect.empty())
-    fail(ErrorKind::unsupported, what_, ": unsupported: a rectangular (non-square) generator from a StyleGAN2 fork (",
-         rect,
-         "); sg2 runs StyleGAN-Human's non-square networks (its ADA pickles and rosinality-fork checkpoints), not "
-         "this TensorFlow layout: no fork's code was at hand to check it against");
+  refuse_reshaping_forks();
   if (!has("synthesis/4x4/Conv/mod_weight"))
     fail(ErrorKind::unsupported, what_, ": unsupported: the TensorFlow network '",
          pickle::printable(pickle::as_str(pickle::attr(gs, "name")).value_or("?")),

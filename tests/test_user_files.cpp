@@ -85,11 +85,52 @@ TEST(UserFiles, TfTrainingScalarsAreIgnoredWithANotice) {
 // --- item 18: recognisable unsupported files say what they are --------------------------------
 
 TEST(UserFiles, RectangularTfForksAndStateDictsUnderGEmaSayWhatTheyAre) {
+  // The rectangular TensorFlow forks: refused, saying why (they run on TensorFlow 1.x only, so no
+  // goldens from their own code can check an implementation), the file named, one line.
+  const std::string why =
+      "); such forks (eps696/stylegan2 with init_res, size or scale_type; resolution_w / resolution_h) run on "
+      "TensorFlow 1.x only, which cannot be run here, so there are no goldens from the fork's own code to check an "
+      "implementation against, and sg2 does not read them (it runs StyleGAN-Human's non-square networks: its ADA "
+      "pickles and rosinality-fork checkpoints)";
   const std::string rc = refusal(user("tf_rect_const16.pkl"), ErrorKind::unsupported);
-  EXPECT_TRUE(has_text(rc, "unsupported: a rectangular (non-square) generator from a StyleGAN2 fork (a 4x2 const)"))
-      << rc;
+  EXPECT_EQ(rc, user("tf_rect_const16.pkl") +
+                    " (Gs): unsupported: a rectangular (non-square) generator from a StyleGAN2 fork (a 4x2 const" +
+                    why);
   const std::string rk = refusal(user("tf_rect_kwarg16.pkl"), ErrorKind::unsupported);
-  EXPECT_TRUE(has_text(rk, "rectangular (non-square) generator") && has_text(rk, "static kwarg resolution_w")) << rk;
+  EXPECT_TRUE(has_text(rk, "rectangular (non-square) generator from a StyleGAN2 fork (static kwarg resolution_w)"))
+      << rk;
+  EXPECT_TRUE(has_text(rk, why)) << rk;
+  // eps696/stylegan2's init_res = [4, 2]: a 4x2 const and [2^k * 4, 2^k * 2] noise variables, read
+  // before as a square network would have failed on the const's shape as if the file were corrupt.
+  const std::string ri = refusal(user("tf_init_res16.pkl"), ErrorKind::unsupported);
+  EXPECT_TRUE(has_text(ri,
+                       "tf_init_res16.pkl (Gs): unsupported: a rectangular (non-square) generator from a "
+                       "StyleGAN2 fork (static kwarg init_res [4, 2], a 4x2 const: 16x8 images, height x width" +
+                           why))
+      << ri;
+  // Its size / scale_type kwargs, which pad or scale the feature maps to another output size.
+  const std::string rs = refusal(user("tf_size16.pkl"), ErrorKind::unsupported);
+  EXPECT_TRUE(has_text(rs,
+                       "tf_size16.pkl (Gs): unsupported: a rectangular (non-square) generator from a StyleGAN2 "
+                       "fork (static kwargs size [16, 24], scale_type 'pad': 16x24 images, height x width" +
+                           why))
+      << rs;
+  // The same kwargs where they change nothing (init_res [4, 4], size the network's own): a plain
+  // square network, read as the pickle it was made from.
+  const ConvertResult sq = convert_checkpoint_report(user("tf_init_res_square16.pkl"));
+  const Model base = convert_checkpoint(ck("tf_orig16_gray.pkl"));
+  EXPECT_EQ(config_to_json(sq.model.config), config_to_json(base.config));
+  ASSERT_EQ(sq.model.tensors.size(), base.tensors.size());
+  for (const auto& [name, t] : base.tensors) EXPECT_TRUE(same_bits(sq.model.at(name), t)) << name;
+  // The CLI: exit 1, that one line, no output.
+  const std::string dir = temp_dir("tf_rect");
+  const CliResult g = run_cli({"generate", "--network", user("tf_init_res16.pkl"), "--device", "cpu", "--seeds", "0",
+                               "-q", "--outdir", dir + "/out"});
+  EXPECT_EQ(g.status, 1) << describe(g);
+  EXPECT_TRUE(has_text(g.err, "static kwarg init_res [4, 2], a 4x2 const: 16x8 images") && has_text(g.err, why))
+      << g.err;
+  EXPECT_EQ(std::count(g.err.begin(), g.err.end(), '\n'), 1) << g.err;
+  EXPECT_FALSE(file_exists(dir + "/out"));
 
   // {'G_ema': G.state_dict()} gets the bare state dict's explanation, not "a call of OrderedDict".
   const std::string sd = refusal(user("g_ema_official_sd.pt"), ErrorKind::unsupported);

@@ -3,9 +3,11 @@
 bug reports describe them (issue 15, "Real files users have"), for tests/test_user_files.cpp. Run by a
 developer, not by CI:
 
-    /usr/bin/python3 tests/data/checkpoints/make_user_files.py
+    /usr/bin/python3 tests/data/checkpoints/make_user_files.py [NAME ...]
 
-Needs Debian's python3-torch 1.13 and numpy 1.24 (apt-get install python3-torch python3-numpy). It
+With NAMEs (e.g. tf_init_res16.pkl), only those TensorFlow stand-ins are written, and torch is not
+needed. Needs numpy 1.24 (apt-get install python3-numpy), and for the torch.save files Debian's
+python3-torch 1.13 (apt-get install python3-torch). It
 derives every file from the committed test checkpoints (rosinality16.pt, tf_orig16_gray.pkl), so no
 other code is needed; TensorFlow networks are re-pickled through a stand-in
 dnnlib.tflib.network.Network, as make_checkpoints.py writes them. What each file is:
@@ -22,6 +24,15 @@ tf_layer_scalar16.pkl         tf_orig16_gray.pkl with a scalar inside a layer, 1
 tf_extra_tensor16.pkl         tf_orig16_gray.pkl with an unknown [4] tensor in Gs (refused).
 tf_rect_const16.pkl           a rectangular fork: 4x4/Const/const of shape [1, C, 4, 2] (no kwarg).
 tf_rect_kwarg16.pkl           a rectangular fork: static kwarg resolution_w = 8 (square const).
+tf_init_res16.pkl             eps696/stylegan2's rectangular layout: static kwarg init_res = [4, 2] in G,
+                              Gs and their components (as its train.py passes it), 4x4/Const/const
+                              [1, C, 4, 2] and every noise{i} [1, 1, 2^k * 4, 2^k * 2] (the fork's
+                              G_synthesis_stylegan2 shapes; refused: a 16x8 generator).
+tf_size16.pkl                 eps696/stylegan2's resized output: static kwargs init_res = [4, 4],
+                              size = [16, 24], scale_type = 'pad' (square variables; refused: the fork
+                              pads the feature maps to 16x24).
+tf_init_res_square16.pkl      the same fork's kwargs that change nothing: init_res = [4, 4], size =
+                              [16, 16], scale_type = 'fit' (read as tf_orig16_gray.pkl).
 rosinality16_nonoise.pt       rosinality16.pt's g_ema without any noises.* buffer (+ latent_avg).
 rosinality16_no_noise3.pt     rosinality16.pt's g_ema without noises.noise_3 only.
 g_ema_official_sd.pt          {'G_ema': OrderedDict of official G_ema names}: a state dict, not a network.
@@ -31,7 +42,6 @@ g_ema_rosinality_sd.pt        {'G_ema': rosinality16.pt's g_ema, 'latent_avg': .
 import collections, io, os, pickle, sys, types
 
 import numpy as np
-import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "users")
@@ -90,9 +100,11 @@ def tf_variants():
                 synth._state["variables"] = synth_edit(list(synth._state["variables"]))
         return (G, D, Gs)
 
-    save_tf("tf_epochs16.pkl", with_vars([("epochs", np.float32(37.0)), ("epochs_1", np.int64(37))]))
-    save_tf("tf_layer_scalar16.pkl", with_vars(synth_edit=lambda v: v + [("16x16/Conv1/gain", np.float32(2.0))]))
-    save_tf("tf_extra_tensor16.pkl", with_vars([("extra", np.zeros([4], np.float32))]))
+    files = {
+        "tf_epochs16.pkl": lambda: with_vars([("epochs", np.float32(37.0)), ("epochs_1", np.int64(37))]),
+        "tf_layer_scalar16.pkl": lambda: with_vars(synth_edit=lambda v: v + [("16x16/Conv1/gain", np.float32(2.0))]),
+        "tf_extra_tensor16.pkl": lambda: with_vars([("extra", np.zeros([4], np.float32))]),
+    }
 
     def rect_const(variables):
         out = []
@@ -102,17 +114,36 @@ def tf_variants():
             out.append((name, value))
         return out
 
-    save_tf("tf_rect_const16.pkl", with_vars(synth_edit=rect_const))
-    save_tf("tf_rect_kwarg16.pkl", with_vars(kwargs=dict(resolution_w=8)))
+    def init_res_4x2(variables):  # the const and every noise variable [..., h, w] -> [..., h, w / 2]
+        out = []
+        for name, value in variables:
+            if name == "4x4/Const/const" or (name.startswith("noise") and name[5:].isdigit()):
+                value = np.ascontiguousarray(value[:, :, :, : value.shape[3] // 2])
+            out.append((name, value))
+        return out
+
+    files.update({
+        "tf_rect_const16.pkl": lambda: with_vars(synth_edit=rect_const),
+        "tf_rect_kwarg16.pkl": lambda: with_vars(kwargs=dict(resolution_w=8)),
+        "tf_init_res16.pkl": lambda: with_vars(synth_edit=init_res_4x2, kwargs=dict(init_res=[4, 2])),
+        "tf_size16.pkl": lambda: with_vars(kwargs=dict(init_res=[4, 4], size=[16, 24], scale_type="pad")),
+        "tf_init_res_square16.pkl": lambda: with_vars(kwargs=dict(init_res=[4, 4], size=[16, 16], scale_type="fit")),
+    })
+    return files
 
 
 def save_torch(name, obj):
+    import torch
+
     path = os.path.join(OUT, name)
     torch.save(obj, path)
     print(name, os.path.getsize(path), "bytes")
 
 
 def torch_variants():
+    import torch
+
+    torch.set_num_threads(1)
     ck = torch.load(os.path.join(HERE, "rosinality16.pt"))
     sd, latent_avg = ck["g_ema"], ck["latent_avg"]
     nonoise = collections.OrderedDict((k, v) for k, v in sd.items() if not k.startswith("noises."))
@@ -145,10 +176,17 @@ def npz_files():
 
 def main():
     os.makedirs(OUT, exist_ok=True)
-    torch.set_num_threads(1)
-    npz_files()
-    tf_variants()
-    torch_variants()
+    tf = tf_variants()
+    names = sys.argv[1:]
+    unknown = [n for n in names if n not in tf]
+    if unknown:
+        sys.exit("not a TensorFlow stand-in of this script: " + ", ".join(unknown))
+    for name, make in tf.items():
+        if not names or name in names:
+            save_tf(name, make())
+    if not names:
+        npz_files()
+        torch_variants()
 
 
 if __name__ == "__main__":
