@@ -1,8 +1,10 @@
 // Non-square networks (StyleGAN-Human's 1024x512 and the like; issue 25 item 4): the config's
 // image height and width, the model file's format_version 2, the StyleGAN-Human pickle built
 // with its own code (tests/data/nonsquare; its goldens are checked in test_goldens.cpp), the
-// oneDNN path against the reference ops, every command's outputs at the network's aspect ratio,
-// and the bad inputs (inconsistent noise or const shapes). The GPU: tests/gpu/test_gpu_nonsquare.cpp.
+// oneDNN path against the reference ops, every command's outputs at the network's aspect ratio
+// (--size included), and the bad inputs (inconsistent noise or const shapes, in model files, in
+// StyleGAN-Human's ADA pickles and in its rosinality fork's checkpoints). The GPU:
+// tests/gpu/test_gpu_nonsquare.cpp and, through the CLI, tests/gpu/test_gpu_nonsquare_cli.cpp.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -515,4 +517,162 @@ TEST(NonSquareRosinalityCli, GenerateMatchesTheForksGoldens) {
   r = run_cli({"inspect", ck});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("16x32, 3 channels (width x height: a non-square network)"), std::string::npos) << r.out;
+}
+
+// --- --size on a non-square network (docs/bulk.md "Smaller images"): N is the larger side, or WxH
+// (width first); every image is the box filter of the full-size one, in integers.
+
+namespace {
+
+/// Width and height from a PNG's IHDR.
+std::pair<uint32_t, uint32_t> png_size(const std::string& png) {
+  auto be32 = [&](size_t o) {
+    return uint32_t(uint8_t(png[o])) << 24 | uint32_t(uint8_t(png[o + 1])) << 16 | uint32_t(uint8_t(png[o + 2])) << 8 |
+           uint32_t(uint8_t(png[o + 3]));
+  };
+  if (png.size() < 24 || png.compare(12, 4, "IHDR") != 0) return {0, 0};
+  return {be32(16), be32(20)};
+}
+
+/// Whether `small` is `full` downscaled by f: (sum of the f x f pixels + f*f/2) / (f*f), per channel.
+bool box_downscaled(const Image8& full, const Image8& small, int f) {
+  if (small.width * f != full.width || small.height * f != full.height || small.channels != full.channels) return false;
+  const int C = full.channels;
+  for (int y = 0; y < small.height; ++y)
+    for (int x = 0; x < small.width; ++x)
+      for (int c = 0; c < C; ++c) {
+        unsigned sum = 0;
+        for (int i = 0; i < f; ++i)
+          for (int j = 0; j < f; ++j) sum += full.pixels[size_t(((y * f + i) * full.width + x * f + j) * C + c)];
+        if (small.pixels[size_t((y * small.width + x) * C + c)] != (sum + unsigned(f * f) / 2) / unsigned(f * f))
+          return false;
+      }
+  return true;
+}
+
+}  // namespace
+
+TEST(NonSquareCli, SizeDownscalesAtTheAspectRatio) {
+  const std::string dir = temp_dir("ns_size");
+  const std::string pkl = source_path(kHuman);  // 16 wide, 32 high
+  auto generate = [&](const std::string& out, const std::vector<std::string>& extra) {
+    std::vector<std::string> a = {"generate", "--network", pkl, "--device", "cpu", "--seeds", "0-2", "--outdir", out};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return run_cli(a);
+  };
+  CliResult r = generate(dir + "/full", {"-q"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  const char* seeds[] = {"seed0000.png", "seed0001.png", "seed0002.png"};
+  struct Case {
+    std::string size;
+    int f;
+  };
+  for (const Case& c :
+       {Case{"16", 2}, Case{"8x16", 2}, Case{"8", 4}, Case{"4x8", 4}, Case{"32", 1}, Case{"16x32", 1}}) {
+    const std::string out = dir + "/s" + c.size;
+    r = generate(out, {"--size", c.size});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    // the summary names the images as written, width x height
+    EXPECT_NE(r.out.find(std::to_string(16 / c.f) + "x" + std::to_string(32 / c.f)), std::string::npos) << r.out;
+    for (const char* s : seeds) {
+      const std::string what = std::string("--size ") + c.size + ", " + s;
+      EXPECT_EQ(png_size(slurp(out + "/" + s)), std::make_pair(uint32_t(16 / c.f), uint32_t(32 / c.f))) << what;
+      const Image8 full = read_png(dir + "/full/" + s), small = read_png(out + "/" + s);
+      EXPECT_TRUE(box_downscaled(full, small, c.f)) << what;
+    }
+  }
+  // u8npy and a dataset zip take the same size
+  r = generate(dir + "/u8", {"--size", "8x16", "--format", "u8npy", "-q"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_EQ(read_npy(dir + "/u8/seed0001.npy").shape, (std::vector<int64_t>{1, 16, 8, 3}));
+  r = generate(dir + "/d.zip", {"--size", "8", "-q"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  {
+    const std::string zb = slurp(dir + "/d.zip");
+    readers::ZipArchive zip(reinterpret_cast<const uint8_t*>(zb.data()), zb.size(), "d.zip");
+    const readers::ZipEntry* e = zip.find("00000/img00000002.png");
+    ASSERT_NE(e, nullptr);
+    EXPECT_TRUE(std::string(zip.data(*e)) == slurp(dir + "/s8/seed0002.png"));  // the folder run's bytes
+  }
+  // Sizes that do not divide the image, or not at its aspect ratio: exit 2, one line, nothing written.
+  for (const std::string bad : {"12", "3", "16x16", "5x10", "8x32"}) {
+    r = generate(dir + "/bad", {"--size", bad});
+    EXPECT_EQ(r.status, 2) << bad << ": " << describe(r);
+    EXPECT_NE(r.err.find("--size " + bad + ": not a divisor of the model's 16x32 resolution"), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("sizes that work: 16x32, 8x16, 4x8, 2x4, 1x2"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(file_exists(dir + "/bad/seed0000.png")) << bad;
+  }
+}
+
+// --- StyleGAN-Human ADA pickles edited to be inconsistent (issue 25, "Bad input and faults"): a
+// noise buffer of the wrong shape, and a `square` attribute that contradicts the const. The fork's
+// pickle (tests/data/nonsquare/human_skip32x16) is edited in place: the tensor's size and stride
+// tuples (the same storage), or the value after the attribute's name.
+
+namespace {
+
+/// `bytes` with the `nth` (0-based) occurrence of `from` replaced by `to` (same length); counts the
+/// occurrences in `count`.
+std::string replace_nth(std::string bytes, const std::string& from, const std::string& to, int nth, int* count) {
+  EXPECT_EQ(from.size(), to.size());
+  int n = 0;
+  for (size_t at = bytes.find(from); at != std::string::npos; at = bytes.find(from, at + 1), ++n)
+    if (n == nth) bytes.replace(at, to.size(), to);
+  *count = n;
+  return bytes;
+}
+
+/// Runs `sg2 generate` on the pickle `bytes` (written to dir/name): its exit status and stderr,
+/// checking that nothing was written to its --outdir.
+CliResult generate_from(const std::string& dir, const std::string& name, const std::string& bytes) {
+  std::ofstream(dir + "/" + name, std::ios::binary) << bytes;
+  const CliResult r = run_cli({"generate", "--network", dir + "/" + name, "--device", "cpu", "--seeds", "0-1",
+                               "--outdir", dir + "/out_" + name});
+  EXPECT_FALSE(file_exists(dir + "/out_" + name + "/seed0000.png")) << name;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << name << ": " << r.err;
+  return r;
+}
+
+}  // namespace
+
+TEST(NonSquareCli, InconsistentStyleGanHumanPicklesAreOneLine) {
+  const std::string dir = temp_dir("ns_hostile_pkl");
+  const std::string pkl = slurp(source_path(kHuman));
+  // synthesis.b8.conv0.noise_const ([8, 4], the first [8, 4] tensor of the pickle: its storage, then
+  // REDUCE, offset 0, size (8, 4), stride (4, 1)) given as [4, 8] and as [4, 4] (views of its storage).
+  const std::string b8 = std::string("R\x94K\x00K\x08K\x04\x86\x94K\x04K\x01\x86\x94\x89", 17);
+  const std::string transposed = std::string("R\x94K\x00K\x04K\x08\x86\x94K\x08K\x01\x86\x94\x89", 17);
+  const std::string square = std::string("R\x94K\x00K\x04K\x04\x86\x94K\x04K\x01\x86\x94\x89", 17);
+  int count = 0;
+  CliResult r = generate_from(dir, "noise_t.pkl", replace_nth(pkl, b8, transposed, 0, &count));
+  EXPECT_EQ(count, 2);  // b8.conv0 and b8.conv1
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_NE(r.err.find(dir + "/noise_t.pkl (G_ema): tensor 'synthesis.b8.conv0.noise_const' has shape [4, 8], "
+                             "expected [8, 4]"),
+            std::string::npos)
+      << r.err;
+  r = generate_from(dir, "noise_sq.pkl", replace_nth(pkl, b8, square, 1, &count));
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_NE(r.err.find("noise_sq.pkl (G_ema): tensor 'synthesis.b8.conv1.noise_const' has shape [4, 4], "
+                       "expected [8, 4]"),
+            std::string::npos)
+      << r.err;
+  // square = True where the const is [8, 4, 2]. The pickle names 'square' once (memo 239, its value
+  // False) and refers to it 25 times after: 13 modules (b4.conv1, b4, b8.conv0, ..., b32, synthesis,
+  // G_ema) keep it twice, as a constructor kwarg (the persistence pickle's init_kwargs) and as an
+  // attribute; reference 21 (from 0) is the synthesis network's attribute, the one sg2 reads.
+  const std::string named = std::string("\x8c\x06square\x94\x89", 10);
+  const std::string ref = std::string("h\xef\x89", 3), ref_true = std::string("h\xef\x88", 3);
+  replace_nth(pkl, named, named, -1, &count);
+  ASSERT_EQ(count, 1);
+  const std::string edited = replace_nth(pkl, ref, ref_true, 21, &count);
+  ASSERT_EQ(count, 25);
+  r = generate_from(dir, "square.pkl", edited);
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_NE(r.err.find(dir + "/square.pkl (G_ema): attribute synthesis.square = True contradicts the const's shape "
+                             "[8, 4, 2]"),
+            std::string::npos)
+      << r.err;
 }
