@@ -5,6 +5,9 @@
 // skipped) and by numpy.load where it is installed; the same PNG bytes from the archive's w;
 // savez_compressed archives; shards; and the bad-input lines (issue 25).
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <gtest/gtest.h>
@@ -25,6 +28,7 @@
 #include "sg2/styles.h"
 #include "test_cli_run.h"
 #include "util/file_util.h"
+#include "util/host_memory.h"
 
 using namespace sg2;
 using namespace sg2::test;
@@ -304,6 +308,127 @@ TEST(CliLatents, SizeWritesBoxDownscaledImages) {
       EXPECT_TRUE(same) << "--size " << size << ", seed " << s;
     }
   }
+}
+
+/// A .npy header (version 1.0, padded to 64 bytes) for a C-order float32 array of `shape`.
+std::string npy_header(const std::vector<int64_t>& shape) {
+  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
+  for (size_t i = 0; i < shape.size(); ++i)
+    dict += std::to_string(shape[i]) + (shape.size() == 1 || i + 1 < shape.size() ? ", " : "");
+  dict += "), }";
+  while ((10 + dict.size() + 1) % 64 != 0) dict += ' ';
+  dict += '\n';
+  std::string h = std::string("\x93NUMPY\x01\x00", 8);
+  h += char(dict.size() & 0xff);
+  h += char(dict.size() >> 8);
+  return h + dict;
+}
+
+/// Writes a ZIP64 archive of one stored member 'w.npy' whose .npy file is `npy_head` followed by
+/// `payload` bytes, as numpy.savez lays it out, without writing the payload: the file is sparse
+/// (a hole where the data would be). `crc` is the CRC-32 the records claim. Returns the file's size.
+uint64_t write_sparse_npz(const std::string& path, const std::string& npy_head, uint64_t payload, uint32_t crc) {
+  auto le = [](std::string& b, uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) b.push_back(char(uint8_t(v >> (8 * i))));
+  };
+  const std::string name = "w.npy";
+  const uint64_t size = npy_head.size() + payload;
+  std::string local;  // local header with a ZIP64 extra field (plain size, compressed size)
+  le(local, 0x04034b50, 4), le(local, 45, 2), le(local, 0, 2), le(local, 0, 2), le(local, 0, 4), le(local, crc, 4);
+  le(local, 0xffffffffu, 4), le(local, 0xffffffffu, 4), le(local, name.size(), 2), le(local, 20, 2);
+  local += name;
+  le(local, 1, 2), le(local, 16, 2), le(local, size, 8), le(local, size, 8);
+  const uint64_t cd_offset = local.size() + size;
+  std::string tail;
+  le(tail, 0x02014b50, 4), le(tail, 45, 2), le(tail, 45, 2), le(tail, 0, 2), le(tail, 0, 2), le(tail, 0, 4);
+  le(tail, crc, 4), le(tail, 0xffffffffu, 4), le(tail, 0xffffffffu, 4), le(tail, name.size(), 2), le(tail, 20, 2);
+  le(tail, 0, 2), le(tail, 0, 2), le(tail, 0, 2), le(tail, 0, 4), le(tail, 0, 4);
+  tail += name;
+  le(tail, 1, 2), le(tail, 16, 2), le(tail, size, 8), le(tail, size, 8);
+  const uint64_t cd_size = tail.size(), end64 = cd_offset + cd_size;
+  le(tail, 0x06064b50, 4), le(tail, 44, 8), le(tail, 45, 2), le(tail, 45, 2), le(tail, 0, 4), le(tail, 0, 4);
+  le(tail, 1, 8), le(tail, 1, 8), le(tail, cd_size, 8), le(tail, cd_offset, 8);
+  le(tail, 0x07064b50, 4), le(tail, 0, 4), le(tail, end64, 8), le(tail, 1, 4);
+  le(tail, 0x06054b50, 4), le(tail, 0, 4), le(tail, 1, 2), le(tail, 1, 2), le(tail, 0xffffffffu, 4);
+  le(tail, 0xffffffffu, 4), le(tail, 0, 2);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return 0;
+  const std::string head = local + npy_head;
+  bool ok = ::pwrite(fd, head.data(), head.size(), 0) == ssize_t(head.size()) &&
+            ::pwrite(fd, tail.data(), tail.size(), off_t(cd_offset)) == ssize_t(tail.size());
+  ok = ::close(fd) == 0 && ok;
+  return ok ? cd_offset + tail.size() : 0;
+}
+
+// --ws FILE.npz with a stored member (numpy.savez) whose rows take more memory than the host has
+// (readers/latents.cpp from_npz: the header's shape against the memory available, before anything
+// is read or allocated): one line naming the array, its shape and the bytes, exit 1, no image. The
+// file holds every byte its header claims (the payload a hole of a sparse file, so the test writes
+// a few hundred bytes); its CRC is never checked, since it is refused before being read.
+TEST(CliLatents, StoredArchiveLargerThanMemoryIsRefusedUnread) {
+  const int64_t avail = detail::host_memory_available();
+  if (avail <= 0) GTEST_SKIP() << "the memory available is unknown here";
+  const std::string dir = temp_dir("cli_latents_stored_huge");
+  // rows of [8, 512] float32 (the bundled model's W+): enough for the payload alone to be the memory
+  // available; the reader's copy and its float32 tensor need twice that
+  const int64_t rows = avail / (8 * 512 * 4) + 1;
+  const std::vector<int64_t> shape = {rows, 8, 512};
+  const uint64_t payload = uint64_t(rows) * 8 * 512 * 4;
+  const std::string npz = dir + "/huge.npz";
+  const uint64_t size = write_sparse_npz(npz, npy_header(shape), payload, 0);
+  ASSERT_GT(size, payload) << "cannot write " << npz;
+  struct stat st {};
+  ASSERT_EQ(::stat(npz.c_str(), &st), 0);
+  if (uint64_t(st.st_blocks) * 512 > (uint64_t(64) << 20)) {
+    ::unlink(npz.c_str());
+    GTEST_SKIP() << "this file system does not keep sparse files (" << st.st_blocks * 512 << " bytes allocated)";
+  }
+  const std::string report = dir + "/rss.txt";
+  const CliResult r = run_cli(
+      {report, SG2_CLI, "generate", "--network", digits32(), "--device", "cpu", "--ws", npz, "--outdir", dir + "/out"},
+      {}, SG2_PEAK_RSS);
+  ::unlink(npz.c_str());
+  int status = -1;
+  long long rss_kib = -1;
+  std::istringstream(slurp(report)) >> status >> rss_kib;
+  EXPECT_EQ(status, 1) << describe(r);
+  const std::string need = std::to_string(payload * 2);
+  EXPECT_NE(
+      r.err.find(npz + ": array 'w' " + shape_to_string(shape) + " needs " + need + " bytes of memory, more than the "),
+      std::string::npos)
+      << r.err;
+  // one error line (and the CLI's hint line after it)
+  EXPECT_EQ(r.err.find("sg2 generate: error: --ws " + npz + ": array 'w' "), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 2) << r.err;
+  EXPECT_NE(r.err.find("\nsg2 generate: hint: read fewer rows (split the archive) or use a machine with more memory\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(file_exists(dir + "/out/ws0000.png"));
+  // refused before any large allocation: the process stayed small
+  EXPECT_GT(rss_kib, 0);
+  EXPECT_LT(rss_kib, 512 * 1024) << "peak RSS " << rss_kib << " KiB";
+}
+
+// The same layout where the header lies: it claims [2^40, 8, 512] over 4 rows of data (the CRC-32
+// is right). A claim the file cannot hold is no size to reserve memory for: refused as a short
+// payload, one line, before anything of the claimed size is allocated.
+TEST(CliLatents, StoredArchiveWhoseHeaderLiesIsRefused) {
+  const std::string dir = temp_dir("cli_latents_stored_lie");
+  const std::vector<int64_t> shape = {int64_t(1) << 40, 8, 512};
+  const uint64_t payload = 4 * 8 * 512 * 4;
+  const std::string npy = npy_header(shape) + std::string(payload, '\0');
+  const uint32_t crc = uint32_t(::crc32(0, reinterpret_cast<const Bytef*>(npy.data()), uInt(npy.size())));
+  const std::string npz = dir + "/lie.npz";
+  ASSERT_GT(write_sparse_npz(npz, npy_header(shape), payload, crc), payload);
+  const CliResult r =
+      run_cli({"generate", "--network", digits32(), "--device", "cpu", "--ws", npz, "--outdir", dir + "/out"});
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_NE(r.err.find(npz + ": array 'w': .npy payload of " + std::to_string(payload) +
+                       " bytes is shorter than its shape [1099511627776, 8, 512] needs"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(file_exists(dir + "/out/ws0000.png"));
 }
 
 /// Files named like a temporary (`*.tmp.*`) in `dir`.
