@@ -11,6 +11,7 @@
 
 #include "kernels/common.cuh"
 #include "kernels/cuda_check.h"
+#include "kernels/tc_conv_device.cuh"
 #include "kernels/upconv_epilogue.h"
 
 namespace sg2::cuda {
@@ -225,76 +226,175 @@ __global__ void __launch_bounds__(kThreads) upconv_epilogue_kernel(UpEpilogueArg
   }
 }
 
-// The separable 4-tap FIR (the filter is outer(filter1d, filter1d)): a block computes kSTY x kSTX
-// output pixels x 32 channels; each thread one channel pair and two adjacent columns: per window
-// row, the horizontal 4-tap sums of both columns (5 shared loads, 16 FMAs), then each sum enters
-// the four output rows it belongs to (vertical taps). 11 FMAs per output instead of 16, and
-// 1.7 shared loads instead of 2.75.
-constexpr int kSTY = 8, kSTX = 32;
+// The separable 4-tap FIR (the filter is outer(filter1d, filter1d)), C % 8 == 0, W even: a block
+// computes kSepTY x 32 output pixels x 32 channels of one sample from the (kSepTY + 3) x 35 pixel
+// window of t, copied by cp.async in t's own type (zeros outside t; no registers on the way, so
+// the block's five or four neighbours on the SM compute while its copy is in flight). A thread
+// owns 4 channels of 2 adjacent columns and walks down the window's rows: per row the horizontal
+// 4-tap sums of both columns (5 shared loads, 32 FMAs), each entering the (up to) four output
+// rows it belongs to (vertical taps); the oldest of those rows is then complete and finished at
+// once (epilogue and 8- or 16-byte stores), so only four rows of sums are live. Every output is
+// the sum of the same products in the same order as before (horizontal taps, then vertical ones).
+constexpr int kSepX = 32, kSepThreads = 128, kSepCols = kSepX + 4;  // window columns, padded to 36
 
-template <typename Tin, typename Tout>
-__global__ void __launch_bounds__(kThreads, 4) upconv_epilogue_sep_kernel(UpEpilogueArgs a) {
-  constexpr int F = 4, SR = kSTY + F - 1, SC = kSTX + F - 1;
+template <typename Tin, int TY>
+struct SepCfg {
+  static constexpr int kRows = TY + 3;                // window rows (TY output rows per block)
+  static constexpr int kPix = 32 * int(sizeof(Tin));  // bytes per staged pixel (32 channels)
+  static constexpr size_t kSmem = size_t(kRows) * kSepCols * kPix;
+  // shared byte offset of window pixel (r, col). fp16: pixel slots swapped in pairs every other
+  // pair (col ^ ((col >> 1) & 1)), so that the half-warp's two columns two apart (a 64-byte
+  // pixel: 16 banks) land on the other 16 banks; fp32: one pixel is one 8-thread phase already.
+  __device__ static int offset(int r, int col) {
+    if constexpr (sizeof(Tin) == 2) col ^= (col >> 1) & 1;
+    return (r * kSepCols + col) * kPix;
+  }
+};
+
+/// 4 consecutive channels of a staged pixel as floats (8 bytes of fp16 or 16 of fp32).
+__device__ __forceinline__ float4 load4(const unsigned char* p, __half) {
+  const uint2 raw = *reinterpret_cast<const uint2*>(p);
+  const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&raw.x));
+  const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&raw.y));
+  return make_float4(lo.x, lo.y, hi.x, hi.y);
+}
+__device__ __forceinline__ float4 load4(const unsigned char* p, float) { return *reinterpret_cast<const float4*>(p); }
+
+__device__ __forceinline__ void store4(float* p, const float (&v)[4]) {
+  *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+}
+__device__ __forceinline__ void store4(__half* p, const float (&v)[4]) {
+  uint2 raw;
+  *reinterpret_cast<__half2*>(&raw.x) = __floats2half2_rn(v[0], v[1]);
+  *reinterpret_cast<__half2*>(&raw.y) = __floats2half2_rn(v[2], v[3]);
+  *reinterpret_cast<uint2*>(p) = raw;
+}
+
+template <typename Tin, typename Tout, int TY>
+__global__ void __launch_bounds__(kSepThreads)
+    upconv_epilogue_sep_kernel(UpEpilogueArgs a, int tiles_x, int tiles_y, int cblocks) {
+  using Cfg = SepCfg<Tin, TY>;
+  constexpr int F = 4, SR = Cfg::kRows, SC = kSepX + F - 1;
+  constexpr int kChunks = Cfg::kPix / 16;          // 16-byte copies per staged pixel
+  constexpr int kPerPass = kSepThreads / kChunks;  // window columns per pass of the block
   extern __shared__ float4 S4[];
-  float* S = reinterpret_cast<float*>(S4);
-  const int cblocks = (a.C + kCB - 1) / kCB;
-  const int n = blockIdx.z / cblocks, cb0 = (blockIdx.z % cblocks) * kCB;
-  const int oy0 = blockIdx.y * kSTY, ox0 = blockIdx.x * kSTX;
+  unsigned char* S = reinterpret_cast<unsigned char*>(S4);
+  int b = blockIdx.x;
+  const int tx = b % tiles_x;
+  b /= tiles_x;
+  const int ty = b % tiles_y;
+  b /= tiles_y;
+  const int cb0 = (b % cblocks) * 32, n = b / cblocks;
+  const int oy0 = ty * TY, ox0 = tx * kSepX, wy0 = oy0 - a.pad0, wx0 = ox0 - a.pad0;
   const Tin* t = static_cast<const Tin*>(a.t) + size_t(n) * a.TH * a.TW * a.C;
-  stage_window_vec<Tin>(a, t, S, SR, SC, oy0 - a.pad0, ox0 - a.pad0, cb0);
-  __syncthreads();
-
-  const int cp = threadIdx.x & 15;       // channel pair
-  const int x = 2 * (threadIdx.x >> 4);  // first of two columns in the tile
-  const int c = cb0 + 2 * cp, ox = ox0 + x;
-  if (c >= a.C || ox >= a.W) return;  // no barrier below; C % 8 == 0 and W even: c + 1, ox + 1 inside
-  PairTables tb;
-  tb.load(a, n, c, true);
+  {
+    const int chunk = threadIdx.x % kChunks, col0 = threadIdx.x / kChunks;
+    const int cc = cb0 + chunk * (16 / int(sizeof(Tin)));
+    for (int r = 0; r < SR; ++r) {
+      const int gy = wy0 + r;
+      const bool row_in = cc < a.C && gy >= 0 && gy < a.TH;
+      for (int col = col0; col < SC; col += kPerPass) {
+        const int gx = wx0 + col;
+        const bool in = row_in && gx >= 0 && gx < a.TW;
+        const Tin* src = in ? t + (size_t(gy) * a.TW + gx) * a.C + cc : t;
+        dev::cp_async16(S + Cfg::offset(r, col) + chunk * 16, src, in ? 16 : 0);
+      }
+    }
+    dev::cp_async_commit();
+  }
+  // the thread's tables and the noise of its first rows load while the window is in flight
+  const int q = threadIdx.x & 7, p = threadIdx.x >> 3;  // channel quad, column pair
+  const int c = cb0 + 4 * q, ox = ox0 + 2 * p;
+  const bool active = c < a.C && ox < a.W;  // C % 8 == 0 and W even: c + 3, ox + 1 inside
+  float d[4], bias[4], os[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    d[e] = a.dcoefs && active ? a.dcoefs[size_t(n) * a.dcoefs_stride + c + e] : 1.0f;
+    bias[e] = a.bias && active ? a.bias[c + e] : 0.0f;
+    os[e] = a.out_scale && active ? a.out_scale[size_t(n) * a.out_scale_stride + c + e] : 1.0f;
+  }
   float u[F];  // taps, flipped (the FIR convolves), gain 4 = 2 x 2
 #pragma unroll
   for (int j = 0; j < F; ++j) u[j] = 2.0f * __ldg(a.filter1d + (F - 1 - j));
+  const float* noise = a.noise && active ? a.noise + (size_t(n) * a.noise_stride_n + size_t(oy0) * a.W + ox) : nullptr;
+  // noise of output row r, scaled, loaded F - 1 window rows before the row is finished
+  float nzr[TY][2];
+  auto load_noise = [&](int r) {
+#pragma unroll
+    for (int k = 0; k < 2; ++k)
+      nzr[r][k] = noise && oy0 + r < a.H ? noise[size_t(r) * a.W + k] * a.noise_strength : 0.0f;
+  };
+#pragma unroll
+  for (int r = 0; r < F - 1 && r < TY; ++r) load_noise(r);
+  dev::cp_async_wait<0>();
+  __syncthreads();
+  if (!active) return;                                                 // no barrier below
+  const size_t out0 = ((size_t(n) * a.H + oy0) * a.W + ox) * a.C + c;  // output (oy0, ox, c)
+  const unsigned char* sp = S + 4 * q * int(sizeof(Tin));
 
-  float acc[kSTY][2][2];  // [row][column][channel]
+  float acc[TY][2][4];  // [row][column][channel]; only four rows live at a time
 #pragma unroll
-  for (int r = 0; r < kSTY; ++r)
+  for (int r = 0; r < TY; ++r)
 #pragma unroll
-    for (int q = 0; q < 2; ++q) acc[r][q][0] = acc[r][q][1] = 0.0f;
+    for (int k = 0; k < 2; ++k)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[r][k][e] = 0.0f;
 #pragma unroll
   for (int r_in = 0; r_in < SR; ++r_in) {
-    float2 s[F + 1];
+    float4 s[F + 1];
 #pragma unroll
-    for (int j = 0; j <= F; ++j) s[j] = *reinterpret_cast<const float2*>(S + (r_in * SC + x + j) * kCB + 2 * cp);
-    float h[2][2];
+    for (int j = 0; j <= F; ++j) s[j] = load4(sp + Cfg::offset(r_in, 2 * p + j), Tin());
+    float h[2][4];
 #pragma unroll
-    for (int q = 0; q < 2; ++q) {
-      h[q][0] = s[q].x * u[0];
-      h[q][1] = s[q].y * u[0];
+    for (int k = 0; k < 2; ++k) {
+      const float* s0 = reinterpret_cast<const float*>(&s[k]);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) h[k][e] = s0[e] * u[0];
 #pragma unroll
       for (int j = 1; j < F; ++j) {
-        h[q][0] += s[q + j].x * u[j];
-        h[q][1] += s[q + j].y * u[j];
+        const float* sj = reinterpret_cast<const float*>(&s[k + j]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) h[k][e] += sj[e] * u[j];
       }
     }
 #pragma unroll
     for (int i = 0; i < F; ++i) {
       const int r = r_in - i;
-      if (r >= 0 && r < kSTY) {
+      if (r >= 0 && r < TY) {
 #pragma unroll
-        for (int q = 0; q < 2; ++q) {
-          acc[r][q][0] += h[q][0] * u[i];
-          acc[r][q][1] += h[q][1] * u[i];
-        }
+        for (int k = 0; k < 2; ++k)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[r][k][e] += h[k][e] * u[i];
       }
     }
-  }
-  const float* noise = a.noise ? a.noise + size_t(n) * a.noise_stride_n : nullptr;
+    if (r_in < TY - (F - 1)) load_noise(r_in + F - 1);
+    const int r = r_in - (F - 1);  // complete now: its epilogue
+    if (r < 0 || r >= TY || oy0 + r >= a.H) continue;
 #pragma unroll
-  for (int r = 0; r < kSTY; ++r) {
-    const int oy = oy0 + r;
-    if (oy >= a.H) break;
+    for (int k = 0; k < 2; ++k) {
+      const float nz = nzr[r][k];
+      float v[4], o[4];
 #pragma unroll
-    for (int q = 0; q < 2; ++q) finish_pixel<Tout>(a, tb, noise, n, oy, ox + q, c, true, acc[r][q][0], acc[r][q][1]);
+      for (int e = 0; e < 4; ++e) {  // as finish_pixel
+        float w = acc[r][k][e] * d[e];
+        w = w + nz;
+        w = w + bias[e];
+        v[e] = dev::bias_act(w, a.lrelu, a.gain, a.clamp);
+        o[e] = v[e] * os[e];
+      }
+      const size_t at = out0 + (size_t(r) * a.W + k) * a.C;
+      if (a.out) store4(static_cast<Tout*>(a.out) + at, o);
+      if (a.raw) store4(static_cast<Tout*>(a.raw) + at, v);
+    }
   }
+}
+
+template <typename Tin, typename Tout, int TY>
+void launch_sep(const UpEpilogueArgs& a, int tiles_x, int tiles_y, int cblocks, int64_t blocks, cudaStream_t stream) {
+  constexpr size_t smem = SepCfg<Tin, TY>::kSmem;
+  auto* k = upconv_epilogue_sep_kernel<Tin, Tout, TY>;
+  SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  k<<<static_cast<unsigned>(blocks), kSepThreads, smem, stream>>>(a, tiles_x, tiles_y, cblocks);
 }
 
 template <typename Tin, typename Tout, int F>
@@ -309,12 +409,30 @@ template <typename Tin, typename Tout>
 void launch(const UpEpilogueArgs& a, cudaStream_t stream) {
   const int cblocks = (a.C + kCB - 1) / kCB;
   const bool vec = a.C % 8 == 0 && (reinterpret_cast<uintptr_t>(a.t) & 15u) == 0;
-  if (vec && a.fsize == 4 && a.filter1d && a.W % 2 == 0) {
-    const dim3 grid((a.W + kSTX - 1) / kSTX, (a.H + kSTY - 1) / kSTY, a.N * cblocks);
-    const size_t smem = size_t(kSTY + 3) * (kSTX + 3) * kCB * sizeof(float);
-    auto* k = upconv_epilogue_sep_kernel<Tin, Tout>;
-    SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    k<<<grid, kThreads, smem, stream>>>(a);
+  if (vec && a.fsize == 4 && a.filter1d && a.W % 2 == 0 && (reinterpret_cast<uintptr_t>(a.out) & 15u) == 0 &&
+      (reinterpret_cast<uintptr_t>(a.raw) & 15u) == 0) {
+    // rows per block: 16 (fp16) or 8 (fp32) where the grid still fills the GPU several times over, fewer
+    // for small layers at small batches (latency: more blocks); the sums are the same at every height
+    int dev = 0, sms = 0;
+    SG2_CUDA_CHECK(cudaGetDevice(&dev));
+    SG2_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const int tiles_x = (a.W + kSepX - 1) / kSepX;
+    const int64_t columns = int64_t(tiles_x) * cblocks * a.N;  // blocks per row of tiles
+    auto blocks_at = [&](int ty) { return columns * ((a.H + ty - 1) / ty); };
+    int ty = sizeof(Tin) == 2 ? 16 : 8;
+    while (ty > 4 && blocks_at(ty) < int64_t(16) * sms) ty /= 2;
+    const int64_t blocks = blocks_at(ty);
+    if (blocks > INT32_MAX)
+      fail(ErrorKind::unsupported, "upconv_epilogue: batch ", a.N, " of ", a.H, " x ", a.W,
+           " is too large for one launch");
+    const int tiles_y = (a.H + ty - 1) / ty;
+    if constexpr (sizeof(Tin) == 2) {
+      if (ty == 16) launch_sep<Tin, Tout, 16>(a, tiles_x, tiles_y, cblocks, blocks, stream);
+    }
+    if (ty == 8)
+      launch_sep<Tin, Tout, 8>(a, tiles_x, tiles_y, cblocks, blocks, stream);
+    else if (ty == 4)
+      launch_sep<Tin, Tout, 4>(a, tiles_x, tiles_y, cblocks, blocks, stream);
     SG2_LAUNCH_CHECK("upconv_epilogue_sep_kernel");
     return;
   }

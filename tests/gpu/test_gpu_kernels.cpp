@@ -442,78 +442,99 @@ TEST(GpuKernels, ConvEpilogueKernelsAgreeBitForBit) {
 TEST(GpuKernels, UpconvEpilogueMatchesReference) {
   SG2_REQUIRE_GPU();
   struct Case {
-    int N, C, H;
+    int N, C, H, W;
     DType in, out;
     bool per_sample;
+    bool tables = true;  // false: no noise, dcoefs, bias or out_scale
   };
-  const Case cases[] = {{1, 5, 8, DType::f32, DType::f32, false},  {2, 32, 16, DType::f32, DType::f32, true},
-                        {3, 40, 8, DType::f16, DType::f16, true},  {1, 64, 32, DType::f16, DType::f32, false},
-                        {2, 13, 64, DType::f32, DType::f16, true}, {1, 512, 8, DType::f16, DType::f16, false}};
+  // C % 8 == 0 with W even takes the separable kernel (16 / 8 output rows x 32 columns per block):
+  // partial tiles in both directions, several channel blocks, non-square images
+  const Case cases[] = {
+      {1, 5, 8, 8, DType::f32, DType::f32, false},         {2, 32, 16, 16, DType::f32, DType::f32, true},
+      {3, 40, 8, 8, DType::f16, DType::f16, true},         {1, 64, 32, 32, DType::f16, DType::f32, false},
+      {2, 13, 64, 64, DType::f32, DType::f16, true},       {1, 512, 8, 8, DType::f16, DType::f16, false},
+      {2, 96, 40, 72, DType::f16, DType::f16, true},       {1, 32, 24, 10, DType::f32, DType::f32, true},
+      {2, 48, 36, 8, DType::f16, DType::f16, false, false}};
   const std::vector<float> filter = make_filter2d({1, 3, 3, 1});
   const std::vector<float> filter1d = {0.125f, 0.375f, 0.375f, 0.125f};  // outer(filter1d, filter1d) == filter
   auto d_f1 = to_device(filter1d);
   uint32_t seed = 300;
   for (const Case& k : cases) {
-    const int N = k.N, C = k.C, H = k.H, TH = H + 1;
-    Tensor t = randn({N, C, TH, TH}, seed++, 2.0f);
+    const int N = k.N, C = k.C, H = k.H, W = k.W, TH = H + 1, TW = W + 1;
+    Tensor t = randn({N, C, TH, TW}, seed++, 2.0f);
     if (k.in == DType::f16) t = round_f16(t);
     Tensor dcoefs = randn({N, C}, seed++), bias = randn({C}, seed++), scale = randn({N, C}, seed++);
-    Tensor noise = randn({k.per_sample ? N : 1, H, H}, seed++);
+    Tensor noise = randn({k.per_sample ? N : 1, H, W}, seed++);
+    if (!k.tables) {
+      for (auto& v : dcoefs.vec()) v = 1.0f;
+      for (auto& v : bias.vec()) v = 0.0f;
+      for (auto& v : scale.vec()) v = 1.0f;
+      for (auto& v : noise.vec()) v = 0.0f;
+    }
     const float strength = -0.4f, gain = static_cast<float>(std::sqrt(2.0)), clamp = 3.0f;
     ref::Upfirdn2dArgs ua;
     ua.pad_x0 = ua.pad_x1 = ua.pad_y0 = ua.pad_y1 = 1;
     ua.gain = 4.0f;
     Tensor u = ref::upfirdn2d(t, filter, 4, 4, ua);
     ASSERT_EQ(u.dim(2), H);
+    ASSERT_EQ(u.dim(3), W);
     for (int n = 0; n < N; ++n)
       for (int c = 0; c < C; ++c)
-        for (int p = 0; p < H * H; ++p) {
-          float& v = u[(int64_t(n) * C + c) * H * H + p];
-          v = v * dcoefs[int64_t(n) * C + c] + noise[(k.per_sample ? int64_t(n) * H * H : 0) + p] * strength;
+        for (int p = 0; p < H * W; ++p) {
+          float& v = u[(int64_t(n) * C + c) * H * W + p];
+          v = v * dcoefs[int64_t(n) * C + c] + noise[(k.per_sample ? int64_t(n) * H * W : 0) + p] * strength;
         }
     Tensor v = ref::bias_act(u, &bias, 1, ref::Activation::lrelu, {}, gain, clamp);
     Tensor out = v;
     for (int n = 0; n < N; ++n)
       for (int c = 0; c < C; ++c)
-        for (int p = 0; p < H * H; ++p) out[(int64_t(n) * C + c) * H * H + p] *= scale[int64_t(n) * C + c];
+        for (int p = 0; p < H * W; ++p) out[(int64_t(n) * C + c) * H * W + p] *= scale[int64_t(n) * C + c];
     auto d_t = to_device(to_nhwc(t), k.in), d_dd = to_device(dcoefs), d_b = to_device(bias), d_sc = to_device(scale);
     auto d_noise = to_device(noise), d_f = to_device(filter);
-    auto d_out = poisoned(size_t(N) * C * H * H, k.out), d_raw = poisoned(size_t(N) * C * H * H, k.out);
+    auto d_out = poisoned(size_t(N) * C * H * W, k.out), d_raw = poisoned(size_t(N) * C * H * W, k.out);
     cuda::UpEpilogueArgs a;
     a.N = N;
-    a.H = a.W = H;
+    a.H = H;
+    a.W = W;
     a.C = C;
-    a.TH = a.TW = TH;
+    a.TH = TH;
+    a.TW = TW;
     a.pad0 = 1;
     a.t_dtype = k.in;
     a.t = d_t.get();
     a.filter = d_f.as<float>();
     a.fsize = 4;
-    a.dcoefs = d_dd.as<float>();
-    a.dcoefs_stride = C;
-    a.noise = d_noise.as<float>();
-    a.noise_stride_n = k.per_sample ? int64_t(H) * H : 0;
-    a.noise_strength = strength;
-    a.bias = d_b.as<float>();
+    if (k.tables) {
+      a.dcoefs = d_dd.as<float>();
+      a.dcoefs_stride = C;
+      a.noise = d_noise.as<float>();
+      a.noise_stride_n = k.per_sample ? int64_t(H) * W : 0;
+      a.noise_strength = strength;
+      a.bias = d_b.as<float>();
+      a.out_scale = d_sc.as<float>();
+      a.out_scale_stride = C;
+    }
     a.gain = gain;
     a.clamp = clamp;
     a.out_dtype = k.out;
     a.out = d_out.get();
-    a.out_scale = d_sc.as<float>();
-    a.out_scale_stride = C;
     a.raw = d_raw.get();
-    // the 2-D FIR, then the separable one (filter1d given: C % 8 == 0 takes the separable kernel)
-    for (int sep = 0; sep < 2; ++sep) {
+    // the 2-D FIR, then the separable one (filter1d given: C % 8 == 0 takes the separable kernel);
+    // then the separable one without raw (the executor's call)
+    for (int sep = 0; sep < 3; ++sep) {
       a.filter1d = sep ? d_f1.as<float>() : nullptr;
+      a.raw = sep == 2 ? nullptr : d_raw.get();
       SG2_CUDA_CHECK(cudaMemset(d_out.get(), 0xff, d_out.bytes()));
       SG2_CUDA_CHECK(cudaMemset(d_raw.get(), 0xff, d_raw.bytes()));
       cuda::upconv_epilogue(a, nullptr);
-      const std::string label = std::string(sep ? "separable " : "") + "upconv N=" + std::to_string(N) +
-                                " C=" + std::to_string(C) + " H=" + std::to_string(H) + " " + dt_name(k.in) + "->" +
-                                dt_name(k.out);
+      SG2_CUDA_CHECK(cudaDeviceSynchronize());
+      const std::string label = std::string(sep ? "separable " : "") + (sep == 2 ? "(no raw) " : "") +
+                                "upconv N=" + std::to_string(N) + " C=" + std::to_string(C) + " " + std::to_string(H) +
+                                "x" + std::to_string(W) + " " + dt_name(k.in) + "->" + dt_name(k.out);
       const double tol = k.out == DType::f16 ? 2e-3 : 1e-6;
-      EXPECT_TRUE(near_rel(to_nchw(from_device(d_out.get(), {N, H, H, C}, k.out)), out, tol, label + " out"));
-      EXPECT_TRUE(near_rel(to_nchw(from_device(d_raw.get(), {N, H, H, C}, k.out)), v, tol, label + " raw"));
+      EXPECT_TRUE(near_rel(to_nchw(from_device(d_out.get(), {N, H, W, C}, k.out)), out, tol, label + " out"));
+      if (sep < 2)
+        EXPECT_TRUE(near_rel(to_nchw(from_device(d_raw.get(), {N, H, W, C}, k.out)), v, tol, label + " raw"));
     }
   }
 }

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Recorded device run (session 12, issue 22): this tree and a baseline (this tree with the files of
+# .gpucarry/base laid over it: the kernels before the change) built for sm_90 side by side, the GPU tests
+# (the changed kernels' first), compute-sanitizer memcheck and racecheck on them, then `sg2 bench` of both
+# builds alternated in one call (ffhq1024-f and paper256, auto and fp16), the per-step profile of both, the
+# official code (tools/bench_official.py) when SG3 names a stylegan3 checkout, then the sanitizers and the
+# multi-GPU serve test (phases in the order that matters most when time runs short).
+#   bash tools/h200/session12_run.sh    carrying .gpucarry (deps: libarchive and libdeflate of scripts/deps_for_gpu.sh; sg3; base)
+# Environment: OUT (logs), PHASES (build,test,bench,profile,ncu,official,sanitize,serve), TEST_FILTER, SAN_FILTER,
+# SAN_TOOLS, PROBE_FILTER, SG3, BENCH (';'-separated sg2 bench argument lists), ROUNDS, NO_BASE, NCU_KERNELS.
+set -u
+OUT=${OUT:-/tmp/s12_out}
+PH=${PHASES:-build,test,sanitize,bench,profile}
+has() { [[ ",$PH," == *",$1,"* ]]; }
+mkdir -p "$OUT"
+t0=$(date +%s)
+el() { echo "   [t $(($(date +%s) - t0)) s]"; }
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+cfg=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DSG2_CUDA=ON -DSG2_CUDA_ARCHITECTURES=90 -DSG2_ONEDNN=OFF -DSG2_SERVE=OFF
+  -DSG2_DEPS_DIR="$PWD/.gpucarry/deps")
+serve_cfg=()
+if has serve; then  # sg2 serve too: Boost's headers travel as .gpucarry/boost.tar.xz (the tree's limit)
+  tar xJf .gpucarry/boost.tar.xz -C .gpucarry/deps && serve_cfg=(-DSG2_SERVE=ON)
+fi
+if has official; then  # the official custom ops compile on the CPU while sg2 builds
+  (timeout 300 python3 tools/bench_official.py --sg3 "$SG3" --configs paper256 --batches 1 --modes fp16 --iters 1 \
+    >/tmp/official_warmup.log 2>&1) &
+  warm_pid=$!
+fi
+if has build; then
+  rm -rf /tmp/base && mkdir -p /tmp/base && cp -r CMakeLists.txt api apps cmake dev engine formats include kernels models \
+    readers tests tools util /tmp/base/ && cp -r .gpucarry/base/. /tmp/base/
+  (cmake -S . -B build "${cfg[@]}" "${serve_cfg[@]}" >"$OUT/build.log" 2>&1 &&
+    cmake --build build -j16 --target sg2_cli sg2_gpu_tests >>"$OUT/build.log" 2>&1) || {
+    grep -E "error|warning" "$OUT/build.log" | head -20
+    echo BUILD FAILED
+    exit 1
+  }
+  echo "built: $(grep -c -i -E 'warning' "$OUT/build.log") warning lines"
+  el
+  # the baseline compiles while the tests run (NO_BASE=1: none)
+  [[ -n "${NO_BASE:-}" ]] || (cd /tmp/base && cmake -S . -B build "${cfg[@]}"  >"$OUT/base_build.log" 2>&1 &&
+    cmake --build build -j12 --target sg2_cli >>"$OUT/base_build.log" 2>&1) &
+  [[ -n "${NO_BASE:-}" ]] || base_pid=$!
+fi
+export LD_LIBRARY_PATH=$PWD/build
+if has test; then
+  timeout 60 build/tests/sg2_gpu_tests --gtest_color=no --gtest_filter="${PROBE_FILTER:-GpuKernels.Upconv*}" \
+    >"$OUT/probe.log" 2>&1
+  echo "probe rc=$?"
+  grep -E '^\[  (PASSED|FAILED) +\]|Failure$|max \||Which is|Expected' "$OUT/probe.log" | head -20
+  timeout "${TEST_TIMEOUT:-240}" build/tests/sg2_gpu_tests --gtest_color=no --gtest_filter="${TEST_FILTER:-*}" \
+    >"$OUT/gpu_tests.log" 2>&1
+  rc=$?
+  echo "gpu tests rc=$rc"
+  grep -E '^\[  (PASSED|FAILED|SKIPPED) +\]|^\[  FAILED  \]' "$OUT/gpu_tests.log" | head -30
+  el
+fi
+[[ -n "${base_pid:-}" ]] && { wait "$base_pid"; echo "baseline build rc=$?"; }
+builds=(build)
+[[ -x /tmp/base/build/sg2 ]] && builds+=(/tmp/base/build)
+if has bench; then
+  : >"$OUT/bench.txt"
+  IFS=';' read -r -a benches <<<"${BENCH:---config ffhq1024-f --batch 1,32 --precision auto,fp16 --iters 20;--config paper256 --batch 1,128 --precision auto,fp16 --iters 20}"
+  for round in $(seq "${ROUNDS:-2}"); do
+    for bb in "${benches[@]}"; do
+      read -r -a args <<<"$bb"
+      for b in "${builds[@]}"; do
+        echo "== round $round $b: sg2 bench $bb" >>"$OUT/bench.txt"
+        LD_LIBRARY_PATH=$b timeout 150 "$b/sg2" bench "${args[@]}" -q >>"$OUT/bench.txt" 2>&1
+      done
+    done
+  done
+  el
+fi
+if has profile; then
+  : >"$OUT/profile.txt"
+  for pb in ${PROFILES:-fp16:32 auto:32}; do
+    for b in "${builds[@]}"; do
+      echo "== $b ${pb}" >>"$OUT/profile.txt"
+      LD_LIBRARY_PATH=$b timeout 60 "$b/sg2" bench --config ffhq1024-f --batch "${pb#*:}" --precision "${pb%%:*}" --iters 2 \
+        --warmup 1 --profile "${pb#*:}" >>"$OUT/profile.txt" 2>&1
+    done
+  done
+  grep -E '^==|epilogue' "$OUT/profile.txt" | grep -E '^==|b(1024|512|256|128)\.conv0' | head -24
+  el
+fi
+if has ncu; then  # where the fused conv1 and the FIR epilogue spend their instructions (fp16, batch 32, eager)
+  for k in ${NCU_KERNELS:-fused_conv_f16_kernel:0:2:1 upconv_epilogue_sep_kernel:7:1:7}; do  # name:skip:count:source launch
+    IFS=: read -r name skip count src <<<"$k"
+    timeout 120 ncu -k "regex:$name" --launch-skip "$skip" --launch-count "$count" --section SpeedOfLight \
+      --section Occupancy --section WarpStateStats --section InstructionStats --section SourceCounters \
+      build/sg2 bench --config ffhq1024-f --batch 32 --precision fp16 --iters 1 --warmup 0 --profile 32 -q \
+      >"$OUT/ncu_$name.txt" 2>&1
+    echo "ncu $name rc=$?"
+    grep -E "^\s+(Duration|DRAM Throughput|Compute \(SM\) Throughput|Executed Ipc Active|Achieved Occupancy|Registers Per|Executed Instructions  )" "$OUT/ncu_$name.txt" | head -14
+    timeout 90 ncu -k "regex:$name" --launch-skip "$src" --launch-count 1 --section SourceCounters --page source \
+      --print-source sass --csv build/sg2 bench --config ffhq1024-f --batch 32 --precision fp16 --iters 1 --warmup 0 \
+      --profile 32 -q >"$OUT/sass_$name.csv" 2>&1
+    echo "ncu source $name rc=$? $(wc -c <"$OUT/sass_$name.csv") bytes"
+  done
+  el
+fi
+if has official; then
+  wait "$warm_pid"
+  timeout 240 python3 tools/bench_official.py --sg3 "$SG3" ${OFFICIAL_ARGS:---configs ffhq1024-f --batches 1,32 --modes auto,fp16 --iters 10} \
+    --json "$OUT/official.json" >"$OUT/official.log" 2>&1
+  echo "official rc=$?"
+  tail -6 "$OUT/official.log"
+  el
+fi
+if has sanitize; then
+  : >"$OUT/sanitizer.log"
+  for tool in ${SAN_TOOLS:-memcheck racecheck}; do
+    timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 9 build/tests/sg2_gpu_tests --gtest_color=no \
+      --gtest_filter="${SAN_FILTER:-GpuKernels.Upconv*}" >>"$OUT/sanitizer.log" 2>&1
+    echo "$tool rc=$?"
+  done
+  grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|hazard' "$OUT/sanitizer.log" | sort | uniq -c | head
+  el
+fi
+if has serve; then  # sg2 serve with two workers on one GPU (tests/serve/test_serve_gpu.py, ctest Serve.MultiGpu)
+  SG2_REQUIRE_GPU=1 timeout 150 python3 tests/serve/test_serve_gpu.py build/sg2 >"$OUT/serve_gpu.log" 2>&1
+  echo "serve multi-GPU test rc=$?"
+  tail -5 "$OUT/serve_gpu.log"
+  el
+fi
+echo "== summary"
+[[ -f "$OUT/bench.txt" ]] && grep -E '^==|^(auto|fp16|tf32|fp32) ' "$OUT/bench.txt"
+echo "total $(($(date +%s) - t0)) s"
