@@ -78,24 +78,43 @@ __global__ void __launch_bounds__(kThreads, C == 32 ? 2 : 1)
   const bool up4 = e.img_prev != nullptr && e.fsize == 4;
   if (tid < 16) sg[tid] = up4 ? e.filter[15 - tid] * 4.0f : 0.0f;
 
-  auto tile_origin = [&](int tile, int& n, int& ty0, int& tx0) {
-    n = tile / tiles_per_sample;
-    const int r = tile - n * tiles_per_sample;
-    ty0 = (r / tiles_x) * kT;
-    tx0 = (r - (r / tiles_x) * tiles_x) * kT;
+  // Tile coordinates without divisions per tile: a block's tiles are blockIdx.x + k gridDim.x, so the
+  // coordinates (n, tile row, tile column) advance by those of gridDim.x with at most one carry each.
+  struct TilePos {
+    int n, ty, tx;
   };
-  auto issue = [&](int tile, int buf) {
-    int n, ty0, tx0;
-    tile_origin(tile, n, ty0, tx0);
-    const __half* xs = x + size_t(n) * HW * C;
-    __half* dst = sin + buf * F::kIn;
-    for (int q = tid; q < kHalo * kHalo * (C / 8); q += kThreads) {
-      const int p = q / (C / 8), seg = q - p * (C / 8);
-      const int hy = p / kHalo, hx = p - hy * kHalo;
-      const int iy = ty0 + hy - 1, ix = tx0 + hx - 1;
-      const bool in = iy >= 0 && iy < e.H && ix >= 0 && ix < e.W;
-      const __half* src = in ? xs + (size_t(iy) * e.W + ix) * C + 8 * seg : xs;
-      dev::cp_async16(dst + p * P + 8 * seg, src, in ? 16 : 0);
+  const int tiles_y = tiles_per_sample / tiles_x;
+  auto position = [&](int tile) {
+    const int n = tile / tiles_per_sample, r = tile - n * tiles_per_sample;
+    return TilePos{n, r / tiles_x, r - (r / tiles_x) * tiles_x};
+  };
+  const TilePos step = position(gridDim.x);
+  auto advance = [&](TilePos t) {
+    t.tx += step.tx;
+    if (t.tx >= tiles_x) t.tx -= tiles_x, ++t.ty;
+    t.ty += step.ty;
+    if (t.ty >= tiles_y) t.ty -= tiles_y, ++t.n;
+    t.n += step.n;
+    return t;
+  };
+  // The thread's share of a tile's input copy, the same for every tile: 16-byte segment `seg` of
+  // halo pixels p0, p0 + kPass, ... (kHalo x kHalo pixels x C / 8 segments over kThreads threads).
+  constexpr int kSegs = C / 8, kPass = kThreads / kSegs, kCopies = (kHalo * kHalo + kPass - 1) / kPass;
+  const int seg = tid % kSegs, p0 = tid / kSegs;
+  auto issue = [&](TilePos t, int buf) {
+    const int ty0 = t.ty * kT - 1, tx0 = t.tx * kT - 1;  // the halo's first pixel
+    const __half* xs = x + size_t(t.n) * HW * C + 8 * seg;
+    __half* dst = sin + buf * F::kIn + 8 * seg;
+    int hy = p0 / kHalo, hx = p0 - hy * kHalo;
+#pragma unroll
+    for (int k = 0; k < kCopies; ++k) {
+      if (k == kCopies - 1 && p0 + k * kPass >= kHalo * kHalo) break;
+      const int iy = ty0 + hy, ix = tx0 + hx;
+      const bool in = unsigned(iy) < unsigned(e.H) && unsigned(ix) < unsigned(e.W);
+      dev::cp_async16(dst + (hy * kHalo + hx) * P, in ? xs + (iy * e.W + ix) * C : xs, in ? 16 : 0);
+      hx += kPass % kHalo;  // the next pixel of this thread: p + kPass
+      hy += kPass / kHalo;
+      if (hx >= kHalo) hx -= kHalo, ++hy;
     }
   };
 
@@ -103,13 +122,16 @@ __global__ void __launch_bounds__(kThreads, C == 32 ? 2 : 1)
   __half* out = static_cast<__half*>(e.out);
   __half* raw = static_cast<__half*>(e.raw);
   int buf = 0, staged = -1;  // staged: the sample whose tables are in shared memory
-  if (int(blockIdx.x) < ntiles) issue(blockIdx.x, 0);
+  TilePos pos = position(blockIdx.x);
+  if (int(blockIdx.x) < ntiles) issue(pos, 0);
   dev::cp_async_commit();  // with the filter
   for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x, buf ^= 1) {
     const int next = tile + gridDim.x;
-    if (next < ntiles) issue(next, buf ^ 1);  // its buffer was last read before the barrier ending the previous tile
+    const TilePos next_pos = advance(pos);
+    if (next < ntiles)
+      issue(next_pos, buf ^ 1);  // its buffer was last read before the barrier ending the previous tile
     dev::cp_async_commit();
-    const int tn = tile / tiles_per_sample;
+    const int tn = pos.n;
     if (tn != staged) {  // (every warp is past the previous tile's epilogue: the barrier ending it)
       for (int i = tid; i < C; i += kThreads) {
         sd[i] = e.dcoefs ? e.dcoefs[size_t(tn) * e.dcoefs_stride + i] : 1.0f;
@@ -158,8 +180,7 @@ __global__ void __launch_bounds__(kThreads, C == 32 ? 2 : 1)
     // channels 8 j + 2 t4 + {0, 1}; per element the same operations in the same order as
     // conv_epilogue (tables of 1 and 0 where dcoefs, bias or out_scale are absent); the ToRGB sum over
     // channels runs in another order (per lane, then over the 4 lanes of the pixel)
-    int n, ty0, tx0;
-    tile_origin(tile, n, ty0, tx0);
+    const int n = pos.n, ty0 = pos.ty * kT, tx0 = pos.tx * kT;
     const float* noise = e.noise ? e.noise + size_t(n) * e.noise_stride_n : nullptr;
     // loads first (noise, the skip image under lane t4's image channel), so that their latency
     // hides behind the arithmetic below
@@ -225,6 +246,7 @@ __global__ void __launch_bounds__(kThreads, C == 32 ? 2 : 1)
         }
     }
     __syncthreads();  // every warp is done with this buffer before it is refilled
+    pos = next_pos;
   }
   dev::cp_async_wait<0>();
 }

@@ -40,19 +40,22 @@ __device__ inline float upsampled(const float* src, int Hi, int Wi, const float*
 
 /// The same for a 4-tap filter with g[i * 4 + j] = filter[3 - i][3 - j] * 4 precomputed (e.g. in
 /// shared memory): two taps per axis, rows i0, i0 + 2 and columns j0, j0 + 2 of g, in the same
-/// order as upsampled().
+/// order as upsampled(). Branch-free: a tap outside the image reads a pixel inside it and is not
+/// added (the sum is the one upsampled() makes).
 __device__ __forceinline__ float upsampled4(const float* src, int Hi, int Wi, const float* g, int y, int x) {
   float up = 0.0f;
   const int i0 = y & 1, j0 = x & 1;
 #pragma unroll
   for (int p = 0; p < 2; ++p) {
     const int i = i0 + 2 * p, sy = (y + i - 2) >> 1;
-    if (sy < 0 || sy >= Hi) continue;
+    const bool y_in = unsigned(sy) < unsigned(Hi);
+    const float* row = src + (y_in ? sy : 0) * Wi;
 #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int j = j0 + 2 * q, sx = (x + j - 2) >> 1;
-      if (sx < 0 || sx >= Wi) continue;
-      up += src[sy * Wi + sx] * g[i * 4 + j];
+      const bool in = y_in && unsigned(sx) < unsigned(Wi);
+      const float sum = up + row[in ? sx : 0] * g[i * 4 + j];
+      up = in ? sum : up;
     }
   }
   return up;
