@@ -7,10 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sg2/model.h"
@@ -116,6 +118,16 @@ inline std::string write_tiny_model(const std::string& dir, int c_dim = 0, int c
 }
 
 /// Fixture and bundled-model paths.
+/// Width and height from a PNG's IHDR ({0, 0} when there is none).
+inline std::pair<uint32_t, uint32_t> png_size(const std::string& png) {
+  auto be32 = [&](size_t o) {
+    return uint32_t(uint8_t(png[o])) << 24 | uint32_t(uint8_t(png[o + 1])) << 16 | uint32_t(uint8_t(png[o + 2])) << 8 |
+           uint32_t(uint8_t(png[o + 3]));
+  };
+  if (png.size() < 24 || png.compare(12, 4, "IHDR") != 0) return {0, 0};
+  return {be32(16), be32(20)};
+}
+
 inline std::string fixture(const std::string& rel) { return source_path("tests/data/fixtures/" + rel); }
 inline std::string digits32() { return source_path("models/digits32/digits32.pkl"); }
 inline std::string digits32_golden(const std::string& name) { return source_path("models/digits32/goldens/" + name); }

@@ -524,16 +524,6 @@ TEST(NonSquareRosinalityCli, GenerateMatchesTheForksGoldens) {
 
 namespace {
 
-/// Width and height from a PNG's IHDR.
-std::pair<uint32_t, uint32_t> png_size(const std::string& png) {
-  auto be32 = [&](size_t o) {
-    return uint32_t(uint8_t(png[o])) << 24 | uint32_t(uint8_t(png[o + 1])) << 16 | uint32_t(uint8_t(png[o + 2])) << 8 |
-           uint32_t(uint8_t(png[o + 3]));
-  };
-  if (png.size() < 24 || png.compare(12, 4, "IHDR") != 0) return {0, 0};
-  return {be32(16), be32(20)};
-}
-
 /// Whether `small` is `full` downscaled by f: (sum of the f x f pixels + f*f/2) / (f*f), per channel.
 bool box_downscaled(const Image8& full, const Image8& small, int f) {
   if (small.width * f != full.width || small.height * f != full.height || small.channels != full.channels) return false;

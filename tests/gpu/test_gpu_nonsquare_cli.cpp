@@ -49,16 +49,6 @@ std::string gpu_cli_path() {
 const std::string kSkip = "tests/data/nonsquare/human_skip32x16/network-snapshot.pkl";     // 16 wide, 32 high
 const std::string kResnet = "tests/data/nonsquare/human_resnet16x8/network-snapshot.pkl";  // 8 wide, 16 high
 
-/// Width and height from a PNG's IHDR.
-std::pair<uint32_t, uint32_t> png_size(const std::string& png) {
-  auto be32 = [&](size_t o) {
-    return uint32_t(uint8_t(png[o])) << 24 | uint32_t(uint8_t(png[o + 1])) << 16 | uint32_t(uint8_t(png[o + 2])) << 8 |
-           uint32_t(uint8_t(png[o + 3]));
-  };
-  if (png.size() < 24 || png.compare(12, 4, "IHDR") != 0) return {0, 0};
-  return {be32(16), be32(20)};
-}
-
 std::pair<uint32_t, uint32_t> png_file_size(const std::string& path) { return png_size(slurp(path)); }
 
 /// `full` downscaled by f with docs/bulk.md's box filter: (sum of the f x f pixels + f*f/2) / (f*f).
