@@ -159,7 +159,11 @@ void TfConverter::refuse_reshaping_forks() {
   int R = 4;
   while (R < (1 << 14) && has("synthesis/" + std::to_string(R * 2) + "x" + std::to_string(R * 2) + "/Conv1/weight"))
     R *= 2;
-  std::optional<std::pair<int64_t, int64_t>> init = std::make_pair(int64_t(4), int64_t(4)), out;
+  std::optional<std::pair<int64_t, int64_t>> init = std::make_pair(int64_t(4), int64_t(4));
+  // the output size, when known (a plain pair and a flag: GCC 12 -O2 warns that an optional pair's members
+  // may be read uninitialized where they cannot be)
+  std::pair<int64_t, int64_t> out{0, 0};
+  bool out_known = false;
   bool shape_kwargs = false;
   if (const Node* v = given("init_res")) {
     shape_kwargs = true;
@@ -174,7 +178,10 @@ void TfConverter::refuse_reshaping_forks() {
     if (cs.size() == 4 && cs[2] != cs[3])
       found.push_back("a " + std::to_string(cs[2]) + "x" + std::to_string(cs[3]) + " const");
   }
-  if (init) out = std::make_pair(R * init->first / 4, R * init->second / 4);
+  if (init) {
+    out = std::make_pair(R * init->first / 4, R * init->second / 4);
+    out_known = true;
+  }
   if (const Node* v = given("size")) {
     shape_kwargs = true;
     const auto size = kw_pair(v);
@@ -183,18 +190,19 @@ void TfConverter::refuse_reshaping_forks() {
         st == nullptr ? std::string()
                       : ", scale_type " + (pickle::as_str(st) ? "'" + pickle::printable(*pickle::as_str(st), 20) + "'"
                                                               : pickle::describe(st));
-    if (!size || !out || *size != *out)
+    if (!size || !out_known || *size != out)
       found.push_back("static kwarg" + std::string(st ? "s" : "") + " size " +
                       (size ? pair_text(*size) : pickle::describe(v)) + scale);
-    out = size;
+    out_known = size.has_value();
+    if (size) out = *size;
   }
   if (found.empty()) return;
   std::string list;
   for (const std::string& f : found) list += (list.empty() ? "" : ", ") + f;
   std::string what = "a rectangular (non-square) generator from a StyleGAN2 fork (" + list;
-  if (shape_kwargs && out) {
-    const std::string hw = std::to_string(out->first) + "x" + std::to_string(out->second);
-    if (out->first == out->second)
+  if (shape_kwargs && out_known) {
+    const std::string hw = std::to_string(out.first) + "x" + std::to_string(out.second);
+    if (out.first == out.second)
       what = "a StyleGAN2 fork's generator of another image size (" + list + ": " + hw + " images, not " +
              std::to_string(R) + "x" + std::to_string(R);
     else
