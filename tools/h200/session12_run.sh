@@ -5,7 +5,11 @@
 # builds alternated in one call (ffhq1024-f and paper256, auto and fp16), the per-step profile of both, the
 # official code (tools/bench_official.py) when SG3 names a stylegan3 checkout, then the sanitizers and the
 # multi-GPU serve test (phases in the order that matters most when time runs short).
-#   bash tools/h200/session12_run.sh    carrying .gpucarry (deps: libarchive and libdeflate of scripts/deps_for_gpu.sh; sg3; base)
+#   bash tools/h200/session12_run.sh    carrying .gpucarry, prepared here (ignored by git; 4.3 MB):
+#     scripts/deps_for_gpu.sh; mkdir -p .gpucarry/deps; cp -r .deps/{libarchive,libdeflate,turbojpeg,VERSIONS} .gpucarry/deps/
+#     tar cJf .gpucarry/boost.tar.xz -C .deps boost          (sg2 serve's headers, for the serve phase)
+#     .gpucarry/sg3: dnnlib torch_utils training legacy.py of NVlabs/stylegan3 (the official phase)
+#     .gpucarry/base/<path>: the files of the baseline (e.g. git show REV:kernels/x.cu > .gpucarry/base/kernels/x.cu)
 # Environment: OUT (logs), PHASES (build,test,bench,profile,ncu,official,sanitize,serve), TEST_FILTER, SAN_FILTER,
 # SAN_TOOLS, PROBE_FILTER, SG3, BENCH (';'-separated sg2 bench argument lists), ROUNDS, NO_BASE, NCU_KERNELS.
 set -u
