@@ -53,6 +53,15 @@ struct PairTables {
   }
 };
 
+/// The activation of one output element from its FIR sum f: demodulation d, noise nz, bias b, then
+/// bias_act (the order of the CPU reference; both kernels below use it).
+__device__ __forceinline__ float activation(const UpEpilogueArgs& a, float f, float d, float nz, float b) {
+  float u = f * d;
+  u = u + nz;
+  u = u + b;
+  return dev::bias_act(u, a.lrelu, a.gain, a.clamp);
+}
+
 /// The pointwise epilogue of one output pixel's channel pair (FIR sums f0, f1): demodulation,
 /// noise, bias, activation and clamp, then the stores (out scaled, raw not).
 template <typename Tout>
@@ -62,12 +71,7 @@ __device__ __forceinline__ void finish_pixel(const UpEpilogueArgs& a, const Pair
   const float f[2] = {f0, f1};
   float v[2];
 #pragma unroll
-  for (int e = 0; e < 2; ++e) {
-    float u = f[e] * tb.d[e];
-    u = u + nz;
-    u = u + tb.b[e];
-    v[e] = dev::bias_act(u, a.lrelu, a.gain, a.clamp);
-  }
+  for (int e = 0; e < 2; ++e) v[e] = activation(a, f[e], tb.d[e], nz, tb.b[e]);
   // a pair store needs an even channel offset: C even (c is even)
   const bool pair_store = pair && (a.C % 2 == 0);
   const size_t o = ((size_t(n) * a.H + oy) * a.W + ox) * a.C + c;
@@ -375,11 +379,8 @@ __global__ void __launch_bounds__(kSepThreads)
       const float nz = nzr[r][k];
       float v[4], o[4];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {  // as finish_pixel
-        float w = acc[r][k][e] * d[e];
-        w = w + nz;
-        w = w + bias[e];
-        v[e] = dev::bias_act(w, a.lrelu, a.gain, a.clamp);
+      for (int e = 0; e < 4; ++e) {
+        v[e] = activation(a, acc[r][k][e], d[e], nz, bias[e]);
         o[e] = v[e] * os[e];
       }
       const size_t at = out0 + (size_t(r) * a.W + k) * a.C;
