@@ -401,7 +401,7 @@ TEST(GpuKernels, ConvEpilogueMatchesReference) {
 
 // The fused fp16 conv1 + epilogue + ToRGB kernel (kernels/fused_conv_f16.h) against the CPU
 // convolution followed by the reference epilogue: 32 and 64 channels, 0-4 image channels, one
-// tile per sample, tiles at the image edges, and more tiles than resident blocks (192 x 192).
+// tile per sample, tiles at the image edges, and more tiles than resident blocks (192 x 192 and up).
 TEST(GpuKernels, FusedConvF16MatchesReference) {
   SG2_REQUIRE_GPU();
   const EpiCase cases[] = {
@@ -415,6 +415,9 @@ TEST(GpuKernels, FusedConvF16MatchesReference) {
       // 13 x 13 tiles: the persistent blocks' steps carry in both tile coordinates (132-SM GPUs)
       {2, 32, 208, 3, DType::f16, DType::f16, true, false, true, true, true},
       {1, 64, 208, 3, DType::f16, DType::f16, false, false, true, false, true},
+      // 768 tiles: three for most of the 264 blocks of a 132-SM GPU, so a buffer comes back with a tile
+      // of the same sample (its tables kept) or of the next one (tables staged again)
+      {3, 32, 256, 3, DType::f16, DType::f16, true, false, true, true, true},
   };
   uint32_t seed = 700;
   for (const EpiCase& k : cases) run_epilogue_case(k, seed += 20);
