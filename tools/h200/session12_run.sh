@@ -11,7 +11,8 @@
 #     .gpucarry/sg3: dnnlib torch_utils training legacy.py of NVlabs/stylegan3 (the official phase)
 #     .gpucarry/base/<path>: the files of the baseline (e.g. git show REV:kernels/x.cu > .gpucarry/base/kernels/x.cu)
 # Environment: OUT (logs), PHASES (build,test,bench,profile,ncu,official,sanitize,serve), TEST_FILTER, SAN_FILTER,
-# SAN_TOOLS, PROBE_FILTER, SG3, BENCH (';'-separated sg2 bench argument lists), ROUNDS, NO_BASE, NCU_KERNELS.
+# SAN_TOOLS, PROBE_FILTER, SG3, BENCH (';'-separated sg2 bench argument lists, both builds), BENCH_NEW (this
+# tree only), ROUNDS, NO_BASE, NCU_KERNELS, PROFILES.
 set -u
 OUT=${OUT:-/tmp/s12_out}
 PH=${PHASES:-build,test,sanitize,bench,profile}
@@ -75,15 +76,26 @@ if has bench; then
       done
     done
   done
+  # BENCH_NEW: ';'-separated argument lists run on this tree's build only (e.g. --batch-invariance on,off)
+  if [[ -n "${BENCH_NEW:-}" ]]; then
+    IFS=';' read -r -a nbs <<<"$BENCH_NEW"
+    for bb in "${nbs[@]}"; do
+      read -r -a args <<<"$bb"
+      echo "== this tree: sg2 bench $bb" >>"$OUT/bench.txt"
+      timeout 200 build/sg2 bench "${args[@]}" -q >>"$OUT/bench.txt" 2>&1
+    done
+  fi
   el
 fi
 if has profile; then
   : >"$OUT/profile.txt"
-  for pb in ${PROFILES:-fp16:32 auto:32}; do
+  for pb in ${PROFILES:-fp16:32 auto:32}; do  # [config:]precision:batch (config ffhq1024-f when left out)
+    IFS=: read -r -a f <<<"$pb"
+    [[ ${#f[@]} -eq 2 ]] && f=(ffhq1024-f "${f[@]}")
     for b in "${builds[@]}"; do
       echo "== $b ${pb}" >>"$OUT/profile.txt"
-      LD_LIBRARY_PATH=$b timeout 60 "$b/sg2" bench --config ffhq1024-f --batch "${pb#*:}" --precision "${pb%%:*}" --iters 2 \
-        --warmup 1 --profile "${pb#*:}" >>"$OUT/profile.txt" 2>&1
+      LD_LIBRARY_PATH=$b timeout 60 "$b/sg2" bench --config "${f[0]}" --batch "${f[2]}" --precision "${f[1]}" --iters 2 \
+        --warmup 1 --profile "${f[2]}" >>"$OUT/profile.txt" 2>&1
     done
   done
   grep -E '^==|epilogue' "$OUT/profile.txt" | grep -E '^==|b(1024|512|256|128)\.conv0' | head -24
@@ -130,5 +142,5 @@ if has serve; then  # sg2 serve with two workers on one GPU (tests/serve/test_se
   el
 fi
 echo "== summary"
-[[ -f "$OUT/bench.txt" ]] && grep -E '^==|^(auto|fp16|tf32|fp32) ' "$OUT/bench.txt"
+[[ -f "$OUT/bench.txt" ]] && grep -E '^==|^(auto|fp16|tf32|fp32) +(on|off)' "$OUT/bench.txt"
 echo "total $(($(date +%s) - t0)) s"
