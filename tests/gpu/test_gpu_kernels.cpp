@@ -415,9 +415,11 @@ TEST(GpuKernels, FusedConvF16MatchesReference) {
       // 13 x 13 tiles: the persistent blocks' steps carry in both tile coordinates (132-SM GPUs)
       {2, 32, 208, 3, DType::f16, DType::f16, true, false, true, true, true},
       {1, 64, 208, 3, DType::f16, DType::f16, false, false, true, false, true},
-      // 768 tiles: three for most of the 264 blocks of a 132-SM GPU, so a buffer comes back with a tile
-      // of the same sample (its tables kept) or of the next one (tables staged again)
-      {3, 32, 256, 3, DType::f16, DType::f16, true, false, true, true, true},
+      // buffers that come back (tiles b, b + grid, b + 2 grid, ... of a block): at 32 channels on a 132-SM GPU
+      // (264 blocks) 2 x 576 tiles, so a buffer's next tile has the same sample (tables kept: blocks b < 48) or
+      // the next one; at 64 channels (132 blocks) 289 tiles of one sample, blocks b < 25 take three
+      {2, 32, 384, 3, DType::f16, DType::f16, true, false, true, true, true},
+      {1, 64, 272, 3, DType::f16, DType::f16, false, false, true, true, true},
   };
   uint32_t seed = 700;
   for (const EpiCase& k : cases) run_epilogue_case(k, seed += 20);
