@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "sg2/image.h"
 #include "sg2/model.h"
 #include "sg2/random_model.h"
 #include "test_util.h"
@@ -117,7 +118,6 @@ inline std::string write_tiny_model(const std::string& dir, int c_dim = 0, int c
   return path;
 }
 
-/// Fixture and bundled-model paths.
 /// Width and height from a PNG's IHDR ({0, 0} when there is none).
 inline std::pair<uint32_t, uint32_t> png_size(const std::string& png) {
   auto be32 = [&](size_t o) {
@@ -128,6 +128,32 @@ inline std::pair<uint32_t, uint32_t> png_size(const std::string& png) {
   return {be32(16), be32(20)};
 }
 
+/// `full` downscaled by f with docs/bulk.md's box filter (`--size`): per channel, (sum of the f x f
+/// pixels + f*f/2) / (f*f), in integers.
+inline Image8 box_downscale(const Image8& full, int f) {
+  Image8 o;
+  o.width = full.width / f;
+  o.height = full.height / f;
+  o.channels = full.channels;
+  o.pixels.resize(size_t(o.width) * o.height * o.channels);
+  const int C = full.channels;
+  for (int y = 0; y < o.height; ++y)
+    for (int x = 0; x < o.width; ++x)
+      for (int c = 0; c < C; ++c) {
+        unsigned sum = 0;
+        for (int i = 0; i < f; ++i)
+          for (int j = 0; j < f; ++j) sum += full.pixels[size_t(((y * f + i) * full.width + x * f + j) * C + c)];
+        o.pixels[size_t((y * o.width + x) * C + c)] = uint8_t((sum + unsigned(f * f) / 2) / unsigned(f * f));
+      }
+  return o;
+}
+
+/// Whether two images have the same size, channels and pixels.
+inline bool same_pixels(const Image8& a, const Image8& b) {
+  return a.width == b.width && a.height == b.height && a.channels == b.channels && a.pixels == b.pixels;
+}
+
+/// Fixture and bundled-model paths.
 inline std::string fixture(const std::string& rel) { return source_path("tests/data/fixtures/" + rel); }
 inline std::string digits32() { return source_path("models/digits32/digits32.pkl"); }
 inline std::string digits32_golden(const std::string& name) { return source_path("models/digits32/goldens/" + name); }

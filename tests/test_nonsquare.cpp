@@ -522,26 +522,6 @@ TEST(NonSquareRosinalityCli, GenerateMatchesTheForksGoldens) {
 // --- --size on a non-square network (docs/bulk.md "Smaller images"): N is the larger side, or WxH
 // (width first); every image is the box filter of the full-size one, in integers.
 
-namespace {
-
-/// Whether `small` is `full` downscaled by f: (sum of the f x f pixels + f*f/2) / (f*f), per channel.
-bool box_downscaled(const Image8& full, const Image8& small, int f) {
-  if (small.width * f != full.width || small.height * f != full.height || small.channels != full.channels) return false;
-  const int C = full.channels;
-  for (int y = 0; y < small.height; ++y)
-    for (int x = 0; x < small.width; ++x)
-      for (int c = 0; c < C; ++c) {
-        unsigned sum = 0;
-        for (int i = 0; i < f; ++i)
-          for (int j = 0; j < f; ++j) sum += full.pixels[size_t(((y * f + i) * full.width + x * f + j) * C + c)];
-        if (small.pixels[size_t((y * small.width + x) * C + c)] != (sum + unsigned(f * f) / 2) / unsigned(f * f))
-          return false;
-      }
-  return true;
-}
-
-}  // namespace
-
 TEST(NonSquareCli, SizeDownscalesAtTheAspectRatio) {
   const std::string dir = temp_dir("ns_size");
   const std::string pkl = source_path(kHuman);  // 16 wide, 32 high
@@ -568,7 +548,7 @@ TEST(NonSquareCli, SizeDownscalesAtTheAspectRatio) {
       const std::string what = std::string("--size ") + c.size + ", " + s;
       EXPECT_EQ(png_size(slurp(out + "/" + s)), std::make_pair(uint32_t(16 / c.f), uint32_t(32 / c.f))) << what;
       const Image8 full = read_png(dir + "/full/" + s), small = read_png(out + "/" + s);
-      EXPECT_TRUE(box_downscaled(full, small, c.f)) << what;
+      EXPECT_TRUE(same_pixels(small, box_downscale(full, c.f))) << what;
     }
   }
   // u8npy and a dataset zip take the same size

@@ -51,25 +51,6 @@ const std::string kResnet = "tests/data/nonsquare/human_resnet16x8/network-snaps
 
 std::pair<uint32_t, uint32_t> png_file_size(const std::string& path) { return png_size(slurp(path)); }
 
-/// `full` downscaled by f with docs/bulk.md's box filter: (sum of the f x f pixels + f*f/2) / (f*f).
-Image8 box_downscale(const Image8& full, int f) {
-  Image8 o;
-  o.width = full.width / f;
-  o.height = full.height / f;
-  o.channels = full.channels;
-  o.pixels.resize(size_t(o.width) * o.height * o.channels);
-  const int C = full.channels;
-  for (int y = 0; y < o.height; ++y)
-    for (int x = 0; x < o.width; ++x)
-      for (int c = 0; c < C; ++c) {
-        unsigned sum = 0;
-        for (int i = 0; i < f; ++i)
-          for (int j = 0; j < f; ++j) sum += full.pixels[size_t(((y * f + i) * full.width + x * f + j) * C + c)];
-        o.pixels[size_t((y * o.width + x) * C + c)] = uint8_t((sum + unsigned(f * f) / 2) / unsigned(f * f));
-      }
-  return o;
-}
-
 /// The cell (col, row) of a grid of w x h images.
 Image8 cell(const Image8& grid, int col, int row, int w, int h) {
   Image8 o;
@@ -82,10 +63,6 @@ Image8 cell(const Image8& grid, int col, int row, int w, int h) {
     o.pixels.insert(o.pixels.end(), grid.pixels.begin() + long(from), grid.pixels.begin() + long(from + line));
   }
   return o;
-}
-
-bool same_pixels(const Image8& a, const Image8& b) {
-  return a.width == b.width && a.height == b.height && a.channels == b.channels && a.pixels == b.pixels;
 }
 
 /// Runs `sg2 args...` on `device` (fp32, so that the float images compare at the GPU tests'
