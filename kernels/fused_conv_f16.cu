@@ -8,10 +8,13 @@
 // floats), the window of the skip image that its upsampling reads (10 x 10 pixels per image channel,
 // zero outside the image) and its sample's tables travel with it, so the epilogue reads them from
 // shared memory, and one barrier per tile suffices. Warp w computes rows 2w and 2w + 1 of the tile
-// (two m16 tiles of 16 pixels; row w alone at 64 channels) x all C output channels with mma.sync
-// m16n8k16 (fp16 operands by ldmatrix: each lane names the shared-memory row of its pixel shifted by
-// the tap, fp32 accumulators), k = (tap, input channel) in fixed order. The epilogue runs on the
-// accumulators; the ToRGB partial sums are reduced over the 4 lanes that share a pixel.
+// (two m16 tiles of 16 pixels) x all 32 output channels; at 64 channels warps w and w + 8 share rows
+// 2w and 2w + 1 and take 32 output channels each (16 warps per block, twice the warps per SM that a
+// block of 8 with all 64 channels gets: the block's filter and tiles fill the SM's shared memory). MMAs
+// mma.sync m16n8k16 (fp16 operands by ldmatrix: each lane names the shared-memory row of its pixel
+// shifted by the tap, fp32 accumulators), k = (tap, input channel) in fixed order. The epilogue runs
+// on the accumulators; the ToRGB partial sums are reduced over the 4 lanes that share a pixel (and at
+// 64 channels, the second warp's sums added to the first's through shared memory).
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -37,15 +40,18 @@ constexpr int kStage = kT * kT + kMaxRgb * kSkipWin;  // floats per buffer: nois
 
 template <int C>
 struct FusedCfg {
-  // rows of the tile per warp: 2 at 32 channels (8 warps, 2 blocks per SM), 1 at 64 (16 warps: the
-  // block's filter and tiles take most of the SM's shared memory, so one block per SM)
-  static constexpr int kRows = C == 32 ? 2 : 1;
-  static constexpr int kThreads = 32 * kT / kRows;
-  static constexpr int kPitch = C + 8;                // halves per pixel / filter row
-  static constexpr int kW = 9 * C * kPitch;           // filter (halves)
-  static constexpr int kIn = kHalo * kHalo * kPitch;  // one input tile (halves)
-  static constexpr int kTab = (3 + kMaxRgb) * C;      // one tile's per-sample tables (floats)
-  static constexpr size_t kSmem = size_t(kW + 2 * kIn) * 2 + (16 + 2 * (kTab + kStage)) * sizeof(float);
+  // warp w computes rows 2 (w % 8) and 2 (w % 8) + 1 of the tile x the output channels of group w / 8:
+  // one group of 32 at 32 channels (8 warps, 2 blocks per SM), two at 64 (16 warps: the block's filter
+  // and tiles take most of the SM's shared memory, so one block per SM)
+  static constexpr int kRows = 2;
+  static constexpr int kGroups = C / 32;
+  static constexpr int kThreads = 32 * (kT / kRows) * kGroups;
+  static constexpr int kPitch = C + 8;                            // halves per pixel / filter row
+  static constexpr int kW = 9 * C * kPitch;                       // filter (halves)
+  static constexpr int kIn = kHalo * kHalo * kPitch;              // one input tile (halves)
+  static constexpr int kTab = (3 + kMaxRgb) * C;                  // one tile's per-sample tables (floats)
+  static constexpr int kRed = kGroups > 1 ? kMaxRgb* kT* kT : 0;  // the second group's ToRGB sums
+  static constexpr size_t kSmem = size_t(kW + 2 * kIn) * 2 + (16 + 2 * (kTab + kStage) + kRed) * sizeof(float);
 };
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const __half* p) {
@@ -62,12 +68,21 @@ __device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], u
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// Named barrier `id` (1-15) of `threads` threads: the consumer waits, the producer only arrives; the
+// producer's shared-memory writes before its arrival are visible to the consumer after its wait.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 template <int C, int KR>
 __global__ void __launch_bounds__(FusedCfg<C>::kThreads, C == 32 ? 2 : 1)
     fused_conv_f16_kernel(const __half* __restrict__ x, const __half* __restrict__ w, EpilogueArgs e, int tiles_x,
                           int tiles_per_sample, int ntiles) {
   using F = FusedCfg<C>;
-  constexpr int P = F::kPitch, R = F::kRows, kThreads = F::kThreads, NT = C / 8;
+  constexpr int P = F::kPitch, R = F::kRows, kThreads = F::kThreads, CG = C / F::kGroups, NT = CG / 8;
   static_assert(kThreads >= kT * kT, "one noise value per thread and tile");
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __half* sw = reinterpret_cast<__half*>(smem_raw);        // [9][C][P]
@@ -77,7 +92,9 @@ __global__ void __launch_bounds__(FusedCfg<C>::kThreads, C == 32 ? 2 : 1)
   // [KR][C] ToRGB weight x style
   float* stab = sg + 16;            // 2 x [F::kTab]
   float* sst = stab + 2 * F::kTab;  // 2 x [kStage]: noise, skip window
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  float* sred = sst + 2 * kStage;   // [KR][kT * kT] (two channel groups)
+  const int tid = threadIdx.x, lane = tid & 31;
+  const int warp = (tid >> 5) % (kT / R), grp = (tid >> 5) / (kT / R);  // row pair, channel group
   const int HW = e.H * e.W;
 
   // the filter, once per block
@@ -184,7 +201,7 @@ __global__ void __launch_bounds__(FusedCfg<C>::kThreads, C == 32 ? 2 : 1)
 
     const __half* in = sin + buf * F::kIn;
     const __half* a_lane = in + (R * warp * kHalo + (lane & 15)) * P + (lane >> 4) * 8;
-    const __half* b_lane = sw + (((lane >> 3) >> 1) * 8 + (lane & 7)) * P + ((lane >> 3) & 1) * 8;
+    const __half* b_lane = sw + (grp * CG + ((lane >> 3) >> 1) * 8 + (lane & 7)) * P + ((lane >> 3) & 1) * 8;
     float acc[R][NT][4];
 #pragma unroll
     for (int i = 0; i < R; ++i)
@@ -213,9 +230,10 @@ __global__ void __launch_bounds__(FusedCfg<C>::kThreads, C == 32 ? 2 : 1)
     }
 
     // epilogue: acc[i][j]: pixels g (elements 0, 1) and g + 8 (2, 3) of row R warp + i,
-    // channels 8 j + 2 t4 + {0, 1}; per element the same operations in the same order as
+    // channels grp CG + 8 j + 2 t4 + {0, 1}; per element the same operations in the same order as
     // conv_epilogue (tables of 1 and 0 where dcoefs, bias or out_scale are absent); the ToRGB sum over
-    // channels runs in another order (per lane, then over the 4 lanes of the pixel)
+    // channels runs in another order (per lane, then over the 4 lanes of the pixel, then the second
+    // group's sum added to the first's)
     const int n = pos.n, ty0 = pos.ty * kT, tx0 = pos.tx * kT;
     const float* st = sst + buf * kStage;
     // the noise and the skip image from shared memory (the upsampled pixel: upsampled4's taps in its
@@ -228,7 +246,7 @@ __global__ void __launch_bounds__(FusedCfg<C>::kThreads, C == 32 ? 2 : 1)
         const int yy = ty0 + R * warp + i, xx = tx0 + g + 8 * h;
         nz[i][h] = noise_all ? st[(R * warp + i) * kT + g + 8 * h] * e.noise_strength : 0.0f;
         up[i][h] = 0.0f;
-        if (KR > 0 && t4 < KR && e.img_prev) {
+        if (KR > 0 && t4 < KR && grp == 0 && e.img_prev) {
           if (stage_skip) {
             // tile row r (output row ty0 + r, ty0 even) has parity r & 1, column xx parity g & 1: taps
             // (r & 1) + 2p, (g & 1) + 2q of the window's rows (r + (r & 1)) / 2 + p and columns
@@ -260,13 +278,13 @@ __global__ void __launch_bounds__(FusedCfg<C>::kThreads, C == 32 ? 2 : 1)
       for (int i = 0; i < R; ++i)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          px[i][h] = (size_t(n) * HW + size_t(ty0 + R * warp + i) * e.W + tx0 + g + 8 * h) * C + 2 * t4;
+          px[i][h] = (size_t(n) * HW + size_t(ty0 + R * warp + i) * e.W + tx0 + g + 8 * h) * C + grp * CG + 2 * t4;
 #pragma unroll
           for (int k = 0; k < KR; ++k) tk[i][h][k] = 0.0f;
         }
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
-        const int c = 8 * j + 2 * t4;
+        const int c = grp * CG + 8 * j + 2 * t4;
         const float2 d2 = *reinterpret_cast<const float2*>(sd + c), b2 = *reinterpret_cast<const float2*>(sb + c);
         float2 o2 = make_float2(1.0f, 1.0f);
         if constexpr (kOut) o2 = *reinterpret_cast<const float2*>(so + c);
@@ -298,6 +316,27 @@ __global__ void __launch_bounds__(FusedCfg<C>::kThreads, C == 32 ? 2 : 1)
           for (int h = 0; h < 2; ++h)
 #pragma unroll
             for (int k = 0; k < KR; ++k) tk[i][h][k] = dev::warp_sum(tk[i][h][k], 4);  // the 4 lanes of the pixel
+        if constexpr (F::kGroups > 1) {  // group 1 hands its sums to group 0's warp of the same rows
+          if (grp == 1) {
+            if (t4 == 0)
+#pragma unroll
+              for (int i = 0; i < R; ++i)
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+#pragma unroll
+                  for (int k = 0; k < KR; ++k) sred[k * kT * kT + (R * warp + i) * kT + g + 8 * h] = tk[i][h][k];
+            named_barrier_arrive(1 + warp, 64);
+            return;
+          }
+          named_barrier_sync(1 + warp, 64);
+#pragma unroll
+          for (int i = 0; i < R; ++i)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+              for (int k = 0; k < KR; ++k)
+                tk[i][h][k] = tk[i][h][k] + sred[k * kT * kT + (R * warp + i) * kT + g + 8 * h];
+        }
 #pragma unroll
         for (int i = 0; i < R; ++i)
 #pragma unroll
@@ -381,7 +420,7 @@ size_t fused_conv_f16_smem_bytes(int channels) {
 }
 
 bool fused_conv_f16_shape_ok(int C, int H, int W, int img_channels, size_t smem_per_block) {
-  // 64 channels take 181 KiB of shared memory per block: sm_90 (227 KiB), not sm_80 (163) or sm_86/89 (99)
+  // 64 channels take 185 KiB of shared memory per block: sm_90 (227 KiB), not sm_80 (163) or sm_86/89 (99)
   const size_t smem = fused_conv_f16_smem_bytes(C);
   return smem > 0 && smem <= smem_per_block && H >= kT && W >= kT && H % kT == 0 && W % kT == 0 &&
          int64_t(H) * W * C < (int64_t(1) << 31) && img_channels >= 0 && img_channels <= kMaxRgb;

@@ -9,7 +9,7 @@
 // read of a full fp16 tensor. The conv sum is not rounded to fp16 before the epilogue (the
 // unfused path rounds it when cuDNN stores it), so it is slightly more accurate.
 // Deterministic: every output's summation order is fixed (taps, then input channels in steps of 16).
-// Needs the device to allow 80 KiB (32 channels) or 181 KiB (64 channels) of shared memory per block.
+// Needs the device to allow 80 KiB (32 channels) or 185 KiB (64 channels) of shared memory per block.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -18,7 +18,7 @@
 
 namespace sg2::cuda {
 
-/// Dynamic shared memory of one block for `channels` (32: 80 KiB, 64: 181 KiB; 0 for other counts).
+/// Dynamic shared memory of one block for `channels` (32: 80 KiB, 64: 185 KiB; 0 for other counts).
 size_t fused_conv_f16_smem_bytes(int channels);
 /// The shape alone: C in {32, 64}, H and W multiples of 16, img_channels <= 4, and the block's
 /// shared memory within `smem_per_block`.
