@@ -228,11 +228,29 @@ LayerResult bench_conv_layer(const BlockPlan& b, const LayerPlan& l, Precision p
                        cuda::tc_conv(a, st);
                        return true;
                      }});
-  if (sh.transposed && math != ConvMath::fp32_strict && caps.wgmma && d_tconv)
-    cands.push_back({"tensor-core transposed conv, 4 phases per tile (wgmma, tma)", [&](cudaStream_t st) {
+  // the transposed conv as one GEMM per tile: wgmma (Hopper), mma.sync with this GPU's shared
+  // memory (the deepest pipeline) and with an sm_86 card's 99 KiB (two stages of 64 channels)
+  struct TconvVariant {
+    cuda::TcTconvArgs::Impl impl;
+    size_t smem;
+    std::string name;
+  };
+  std::vector<TconvVariant> tconvs;
+  if (sh.transposed && math != ConvMath::fp32_strict && d_tconv) {
+    const std::string base = "tensor-core transposed conv, 4 phases per tile (";
+    if (caps.wgmma) tconvs.push_back({cuda::TcTconvArgs::Impl::wgmma, 0, base + "wgmma, tma)"});
+    if (caps.cc_major >= 8) {
+      tconvs.push_back({cuda::TcTconvArgs::Impl::mma, caps.smem_per_block_optin, base + "mma.sync, cp.async)"});
+      if (caps.smem_per_block_optin > 99 * 1024)
+        tconvs.push_back({cuda::TcTconvArgs::Impl::mma, 99 * 1024, base + "mma.sync, cp.async, 99 KiB as sm_86)"});
+    }
+  }
+  for (const TconvVariant& v : tconvs)
+    cands.push_back({v.name, [&, v](cudaStream_t st) {
                        cuda::TcTconvArgs a;
                        a.operands = math == ConvMath::fp16 ? cuda::TcTconvArgs::Operands::f16
                                                            : cuda::TcTconvArgs::Operands::tf32;
+                       a.impl = v.impl;
                        a.N = sh.N;
                        a.H = sh.H;
                        a.W = sh.W;
@@ -243,6 +261,7 @@ LayerResult bench_conv_layer(const BlockPlan& b, const LayerPlan& l, Precision p
                        a.y = y;
                        a.num_sms = caps.sm_count;
                        a.encode_tensor_map = caps.encode_tensor_map;
+                       a.smem_per_block = v.smem;
                        if (!cuda::tc_tconv_supports(a)) return false;
                        cuda::tc_tconv(a, st);
                        return true;

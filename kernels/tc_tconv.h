@@ -1,7 +1,10 @@
 // sg2 CUDA kernels: the stride-2 transposed 3x3 convolution (the up-sampling conv0) as one
-// tensor-core GEMM per tile of input cells, on Hopper's warpgroup MMA (kernels/tc_tconv_sm90.cu,
-// compiled for sm_90a only). Same function as tc_conv's transposed mode (kernels/tc_conv.h; CPU
-// reference kernels/ref/modulated_conv2d.h conv_transpose2d_stride2 with shared weights):
+// tensor-core GEMM per tile of input cells. Two implementations of one design behind one entry
+// point (tc_tconv): warpgroup MMAs fed by TMA on Hopper (kernels/tc_tconv_sm90.cu, compiled for
+// sm_90a only), and mma.sync fed by cp.async for sm_80 and later (kernels/tc_tconv.cu: A100,
+// the sm_86/sm_89 cards, and Hopper where asked). Same function as tc_conv's transposed mode
+// (kernels/tc_conv.h; CPU reference kernels/ref/modulated_conv2d.h conv_transpose2d_stride2 with
+// shared weights):
 //   y[n, 2a + ky, 2b + kx, o] += x[n, a, b, i] * w[i, ky, kx, o],  y [N, 2H + 1, 2W + 1, Cout]
 //
 // GEMM view: a cell (i, j), 0 <= i <= H, 0 <= j <= W, owns the four outputs (2i + py, 2j + px)
@@ -10,18 +13,18 @@
 //   P0 = x[i,j] w0 + x[i,j-1] w2 + x[i-1,j] w6 + x[i-1,j-1] w8     P1 = x[i,j] w1 + x[i-1,j] w7
 //   P2 = x[i,j] w3 + x[i,j-1] w5                                     P3 = x[i,j] w4
 // so one block computes a tile of up to 128 cells x 4 phases x `bnc` output channels: nine MMAs
-// per 16-deep (fp16) or 8-deep (tf32) step, no zero blocks. The tile is a rectangle of TH x TW
-// cells whose (TH + 1) x (TW + 1) input halo comes by one TMA copy per chunk of 128 bytes of
-// channels (zero-filled outside the image); each warp reads its four neighbour fragments from that
-// halo with ldmatrix (wgmma's A from registers), the filter of the chunk (9 taps x bnc rows) by
-// TMA into 128-byte-swizzled shared memory (wgmma's B by descriptor). Persistent blocks walk the
-// (tile, channel tile) items with a producer warp running the copies ahead across items, so the
-// pipeline stays full even where a tile has one chunk (b1024.conv0: 64 input channels).
+// per 16-deep (fp16) or 8-deep (tf32) step, no zero blocks. The tile is a rectangle of TH x TW cells whose (TH + 1) x
+// (TW + 1) input halo is loaded once per chunk of input channels (zero-filled outside the image) with the chunk's
+// filter (9 taps x bnc rows); each warp reads its four neighbour fragments from that halo with ldmatrix. Persistent
+// blocks walk the (tile, channel tile) items and keep loading ahead across items, so the pipeline stays full even where
+// a tile has one or two chunks (b1024.conv0: 64 input channels).
 //
 // Arithmetic: fp16 operands (or TF32: x truncated, w rounded to nearest by tf32x3_pack_weights),
 // one fp32 accumulator chain per output over the whole k (chunks, then steps, then the taps of a
 // phase in the order above), fixed by the layer's shape alone: batch-invariant by construction
-// (the tile shape depends on H and W only). Not float32-accurate (no 3xTF32 mode: tc_conv does that).
+// (the tile shape depends on H and W only; the implementation and its pipeline depth never change
+// the order). Not float32-accurate (no 3xTF32 mode: tc_conv does that). The two implementations
+// may differ in the last bits (the tensor cores' internal sums); each is batch-invariant.
 #pragma once
 
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled (a type only: sg2 does not link libcuda)
@@ -31,16 +34,26 @@
 
 namespace sg2::cuda {
 
+/// Cells per tile (the MMAs' 128 rows) and the tile's input halo rows, at most.
+constexpr int kTconvMaxCells = 128, kTconvMaxHalo = 192;
+
 struct TcTconvArgs {
   enum class Operands { tf32, f16 };
   Operands operands = Operands::f16;
+  /// Which implementation runs: wgmma (sm_90 with sm_90a code, DeviceCaps::wgmma; needs
+  /// encode_tensor_map) or mma.sync (sm_80+; needs smem_per_block >= tc_tconv_mma_smem(*this)).
+  /// The caller decides (engine/cuda/conv.cpp choose_conv); the kernels never choose.
+  enum class Impl { mma, wgmma } impl = Impl::wgmma;
   int N = 0, H = 0, W = 0;  // input size
   int Cin = 0, Cout = 0;
   const void* x = nullptr;  // [N, H, W, Cin] fp16 or fp32
   const void* w = nullptr;  // tc_tconv_pack_weights' layout, fp16 or fp32 (TF32-rounded)
   void* y = nullptr;        // [N, 2H + 1, 2W + 1, Cout], fp16 or fp32
   int num_sms = 0;          // persistent blocks: at most one per SM
-  PFN_cuTensorMapEncodeTiled_v12000 encode_tensor_map = nullptr;  // tc_conv_tensor_map_encoder()
+  PFN_cuTensorMapEncodeTiled_v12000 encode_tensor_map = nullptr;  // wgmma: tc_conv_tensor_map_encoder()
+  /// mma: the shared memory a block may use (bytes; the device's opt-in limit,
+  /// DeviceCaps::smem_per_block_optin): the pipeline is as deep (2 to 4 stages) as it allows.
+  size_t smem_per_block = 0;
 };
 
 /// Output channels per phase of a block: 64 where Cout % 64 == 0, else 32.
@@ -54,10 +67,14 @@ void tc_tconv_pack_weights(const float* w, int cin, int cout, float* out);
 void tc_tconv_tile(int H, int W, int* rows, int* cols);
 /// The shape alone: Cin a multiple of 64 (fp16) or 32 (tf32), Cout of 32, sizes in range.
 bool tc_tconv_shape_ok(const TcTconvArgs& a);
-/// Shape, buffers (non-null, 16-byte aligned), num_sms > 0 and the encoder.
+/// mma: the shared memory (bytes) of the shallowest pipeline (two stages) for a.Cout and
+/// a.operands: 96 KiB where Cout % 64 == 0, else 60 KiB (host only).
+size_t tc_tconv_mma_smem(const TcTconvArgs& a);
+/// Shape, buffers (non-null, 16-byte aligned), num_sms > 0, and the implementation's needs
+/// (wgmma: the encoder; mma: smem_per_block).
 bool tc_tconv_supports(const TcTconvArgs& a);
-/// y = conv_transpose(x, w) (above). Needs an sm_90 device and sm_90a code (DeviceCaps::wgmma);
-/// throws Error(internal) for unsupported arguments.
+/// y = conv_transpose(x, w) (above) with a.impl: wgmma needs an sm_90 device and sm_90a code
+/// (DeviceCaps::wgmma), mma an sm_80+ device. Throws Error(internal) for unsupported arguments.
 void tc_tconv(const TcTconvArgs& a, cudaStream_t stream);
 
 }  // namespace sg2::cuda

@@ -1,5 +1,6 @@
 // sg2 CUDA kernels: the stride-2 transposed convolution as one tensor-core GEMM per tile of cells,
-// on Hopper (tc_tconv.h); compiled for sm_90a only (CMakeLists.txt), the host parts for any target.
+// on Hopper (tc_tconv.h; the mma.sync implementation and the entry point: tc_tconv.cu); compiled
+// for sm_90a only (CMakeLists.txt), the launcher for any target.
 //
 // A block is 384 threads: two consumer warpgroups (warps 0-7; warp w owns the tile's cells
 // 16 w .. 16 w + 15, the rows of its MMAs) and a producer warpgroup (one lane issues the copies),
@@ -33,22 +34,21 @@
 #include "kernels/cuda_check.h"
 #include "kernels/sm90_ops.cuh"
 #include "kernels/tc_tconv.h"
+#include "kernels/tc_tconv_impl.cuh"
 
 namespace sg2::cuda {
 
 namespace {
 
 using Ops = TcTconvArgs::Operands;
-constexpr int kThreads = 384;   // two consumer warpgroups and the producer warpgroup
-constexpr int kMaxCells = 128;  // cells per tile (the MMAs' 128 rows)
-constexpr int kMaxHalo = 192;   // (TH + 1) (TW + 1) halo rows, at most
+constexpr int kThreads = 384;  // two consumer warpgroups and the producer warpgroup
 
 template <int BNC>
 struct Cfg {
   // two stages of 96 KiB (bnc 64) or three of 60 KiB (bnc 32)
   static constexpr int kStages = BNC == 64 ? 2 : 3;
   static constexpr int kBBytes = 9 * BNC * 128;  // the chunk's filter: 9 taps x bnc rows (a multiple of 1024)
-  static constexpr int kABytes = kMaxHalo * 128;
+  static constexpr int kABytes = kTconvMaxHalo * 128;
   static constexpr int kStage = kBBytes + kABytes;
   static constexpr int kWarpOut = 16 * BNC * 2;  // a warp's fp16 staging: 16 cells x bnc channels
   static constexpr size_t kOut = size_t(kStages) * kStage;
@@ -57,31 +57,7 @@ struct Cfg {
   static_assert(kStage % 1024 == 0 && kBBytes % 1024 == 0, "tiles must stay 1024-byte aligned (128-byte swizzle)");
 };
 
-/// The tile grid of one launch (host-computed; the kernel's view of tc_tconv_tile).
-struct Geom {
-  int th, tw;            // cells per tile: rows, columns
-  int tiles_x, tiles_y;  // tiles per image
-  int ct;                // channel tiles (Cout / bnc)
-  int items;             // N * tiles_y * tiles_x * ct
-  int nchunks;           // Cin / channels per chunk
-  int halo_bytes;        // (th + 1) (tw + 1) 128
-};
-
-struct Item {
-  int n, i0, j0, ct;
-};
-__device__ __forceinline__ Item decode(const Geom& g, int item) {
-  Item it;
-  it.ct = item % g.ct;
-  int t = item / g.ct;
-  const int tx = t % g.tiles_x;
-  t /= g.tiles_x;
-  const int ty = t % g.tiles_y;
-  it.n = t / g.tiles_y;
-  it.i0 = ty * g.th;
-  it.j0 = tx * g.tw;
-  return it;
-}
+using Geom = TconvGeom;
 
 #ifdef SG2_HAVE_WGMMA
 using namespace sm90;
@@ -212,7 +188,7 @@ __device__ __forceinline__ void consume(const TcTconvArgs& a, const Geom& gm, ui
   int stage = 0;
   uint32_t phase = 0;
   for (int item = blockIdx.x; item < gm.items; item += gridDim.x) {
-    const Item it = decode(gm, item);
+    const TconvItem it = tconv_item(gm, item);
     mbar_wait(full + 8 * stage, phase);  // the item's first chunk is in
     load(fa, sbase + uint32_t(stage) * C::kStage, 0);
     for (int c = 0; c < gm.nchunks; ++c) {
@@ -324,7 +300,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       int stage = 0;
       uint32_t phase = 0;
       for (int item = blockIdx.x; item < gm.items; item += gridDim.x) {
-        const Item it = decode(gm, item);
+        const TconvItem it = tconv_item(gm, item);
         for (int c = 0; c < gm.nchunks; ++c) {
           mbar_wait(empty + 8 * stage, phase ^ 1);  // the consumers are done with this stage
           const uint32_t bar = full + 8 * stage, st = sbase + uint32_t(stage) * C::kStage;
@@ -353,7 +329,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 int esz(const TcTconvArgs& a) { return a.operands == Ops::f16 ? 2 : 4; }
 int chunk_channels(const TcTconvArgs& a) { return a.operands == Ops::f16 ? 64 : 32; }
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 CUtensorMap encode(const TcTconvArgs& a, int rank, const void* base, const cuuint64_t* dims, const cuuint64_t* strides,
                    const cuuint32_t* box, const char* what) {
@@ -388,57 +363,8 @@ void launch(const TcTconvArgs& a, const Geom& g, cudaStream_t stream) {
 
 }  // namespace
 
-int tc_tconv_phase_channels(int cout) { return cout % 64 == 0 ? 64 : 32; }
-
-void tc_tconv_pack_weights(const float* w, int cin, int cout, float* out) {
-  const int bnc = tc_tconv_phase_channels(cout);
-  for (int ct = 0; ct < cout / bnc; ++ct)
-    for (int t = 0; t < 9; ++t)
-      for (int o = 0; o < bnc; ++o)
-        for (int i = 0; i < cin; ++i)
-          out[((size_t(ct) * 9 + t) * bnc + o) * cin + i] = w[(size_t(i) * 9 + t) * cout + size_t(ct) * bnc + o];
-}
-
-void tc_tconv_tile(int H, int W, int* rows, int* cols) {
-  // the fewest tiles over the (H + 1) x (W + 1) cells; ties: the wider tile (longer output rows)
-  int best_r = 1, best_c = 1;
-  int64_t best_tiles = -1;
-  for (int r = 1; r <= std::min(kMaxCells, H + 1); ++r) {
-    const int c = std::min({kMaxCells / r, W + 1, kMaxHalo / (r + 1) - 1});
-    if (c < 1) break;
-    const int64_t tiles = int64_t((H + r) / r) * ((W + c) / c);
-    if (best_tiles < 0 || tiles < best_tiles) {
-      best_r = r;
-      best_c = c;
-      best_tiles = tiles;
-    }
-  }
-  *rows = best_r;
-  *cols = best_c;
-}
-
-bool tc_tconv_shape_ok(const TcTconvArgs& a) {
-  return a.N > 0 && a.H > 0 && a.W > 0 && a.H < 32768 && a.W < 32768 && a.Cin > 0 && a.Cin % chunk_channels(a) == 0 &&
-         a.Cout > 0 && a.Cout % 32 == 0 &&
-         int64_t(a.N) * (a.H + 1) * (a.W + 1) * (a.Cout / tc_tconv_phase_channels(a.Cout)) < (int64_t(1) << 31);
-}
-
-bool tc_tconv_supports(const TcTconvArgs& a) {
-  return tc_tconv_shape_ok(a) && a.x && a.w && a.y && aligned16(a.x) && aligned16(a.w) && aligned16(a.y) &&
-         a.num_sms > 0 && a.encode_tensor_map != nullptr;
-}
-
-void tc_tconv(const TcTconvArgs& a, cudaStream_t stream) {
-  if (!tc_tconv_supports(a)) fail(ErrorKind::internal, "tc_tconv: unsupported arguments");
-  Geom g;
-  tc_tconv_tile(a.H, a.W, &g.th, &g.tw);
-  g.tiles_y = (a.H + g.th) / g.th;  // ceil((H + 1) / th)
-  g.tiles_x = (a.W + g.tw) / g.tw;
+void tc_tconv_wgmma(const TcTconvArgs& a, const TconvGeom& g, cudaStream_t stream) {
   const int bnc = tc_tconv_phase_channels(a.Cout);
-  g.ct = a.Cout / bnc;
-  g.items = a.N * g.tiles_y * g.tiles_x * g.ct;
-  g.nchunks = a.Cin / chunk_channels(a);
-  g.halo_bytes = (g.th + 1) * (g.tw + 1) * 128;
   if (a.operands == Ops::f16) {
     if (bnc == 64)
       launch<64, Ops::f16>(a, g, stream);

@@ -77,9 +77,14 @@ TcConvArgs tc_args(const ConvShape& s, ConvMath math, const ConvChoice& choice, 
   return a;
 }
 
-TcTconvArgs tconv_args(const ConvShape& s, ConvMath math, const DeviceCaps& caps, const void* x, void* y) {
+/// The transposed-conv kernel's arguments (operands, implementation: wgmma where choice.wgmma, else
+/// mma.sync with the device's shared memory per block).
+TcTconvArgs tconv_args(const ConvShape& s, ConvMath math, const ConvChoice& choice, const DeviceCaps& caps,
+                       const void* x, void* y) {
   TcTconvArgs a;
   a.operands = math == ConvMath::fp16 ? TcTconvArgs::Operands::f16 : TcTconvArgs::Operands::tf32;
+  a.impl = choice.wgmma ? TcTconvArgs::Impl::wgmma : TcTconvArgs::Impl::mma;
+  a.smem_per_block = caps.smem_per_block_optin;
   a.N = s.N;
   a.H = s.H;
   a.W = s.W;
@@ -162,10 +167,16 @@ ConvChoice choose_conv(const ConvShape& one_image, ConvMath math, const DeviceCa
   c.wgmma = caps.wgmma && s.Cout % 64 == 0;
   TcConvArgs probe = tc_args(s, math, c, caps, nullptr, nullptr);
   const bool tc_ok = implicit_gemm_shape && data_ok && tc_conv_shape_ok(probe) && device_runs_tc(caps, probe.operands);
-  TcTconvArgs tprobe = tconv_args(s, math, caps, nullptr, nullptr);
-  const bool tconv_ok =
-      s.transposed && s.k == 3 && data_ok && !fp32 && caps.wgmma && caps.encode_tensor_map && tc_tconv_shape_ok(tprobe);
+  // the transposed conv as one GEMM per tile: wgmma on Hopper, else mma.sync (sm_80+, with the
+  // shared memory of its shallowest pipeline)
+  const bool tconv_wgmma = caps.wgmma && caps.encode_tensor_map != nullptr;
+  ConvChoice tc_choice = c;
+  tc_choice.wgmma = tconv_wgmma;
+  const TcTconvArgs tprobe = tconv_args(s, math, tc_choice, caps, nullptr, nullptr);
+  const bool tconv_ok = s.transposed && s.k == 3 && data_ok && !fp32 && tc_tconv_shape_ok(tprobe) &&
+                        (tconv_wgmma || (caps.cc_major >= 8 && tc_tconv_mma_smem(tprobe) <= caps.smem_per_block_optin));
   if (tconv_ok) {
+    c = tc_choice;
     c.impl = ConvImpl::tc_transposed;
   } else if (tc_ok) {
     c.impl = ConvImpl::tensor_core;
@@ -358,7 +369,7 @@ bool Conv::try_run(int ci, const void* x, const void* w, void* y, void* workspac
       return true;
     }
     case ConvImpl::tc_transposed: {
-      TcTconvArgs a = tconv_args(shape_, math_, caps_, x, y);
+      TcTconvArgs a = tconv_args(shape_, math_, choice_, caps_, x, y);
       a.w = w_tconv_;
       if (!tc_tconv_supports(a)) return false;
       tc_tconv(a, stream);
@@ -458,7 +469,8 @@ std::string Conv::describe_candidate(int i) const {
       return std::string("tensor-core implicit gemm, ") + math_label(math_) + " (" +
              (choice_.wgmma ? "wgmma" : "mma.sync") + ", split-k " + std::to_string(tc_splits_) + ")";
     case ConvImpl::tc_transposed:
-      return std::string("tensor-core transposed conv, 4 phases per tile, ") + math_label(math_) + " (wgmma, tma)";
+      return std::string("tensor-core transposed conv, 4 phases per tile, ") + math_label(math_) +
+             (choice_.wgmma ? " (wgmma, tma)" : " (mma.sync, cp.async)");
     case ConvImpl::direct:
       return "direct kernel";
     case ConvImpl::cudnn:

@@ -30,8 +30,8 @@ enum class ConvImpl {
   tensor_core,    ///< kernels/tc_conv.h: sg2's implicit GEMM on tensor cores (wgmma on Hopper, else
                   ///< mma.sync) — 3xTF32 for fp32_strict, TF32 for tf32, fp16 for fp16; the transposed
                   ///< conv as four phase GEMMs
-  tc_transposed,  ///< kernels/tc_tconv.h: the transposed conv as one GEMM per tile of cells (Hopper;
-                  ///< tf32 and fp16)
+  tc_transposed,  ///< kernels/tc_tconv.h: the transposed conv as one GEMM per tile of cells (wgmma on
+                  ///< Hopper, else mma.sync; tf32 and fp16)
   simt,           ///< kernels/conv2d_simt.h: strict fp32 implicit GEMM on the FMA pipes
   cudnn,          ///< cuDNN: the deterministic algorithms of its heuristic, in its order
   direct,         ///< kernels/conv2d.h: every shape and dtype, slowest (the fallback when nothing else runs)
@@ -61,7 +61,7 @@ struct ConvChoice {
   ConvImpl impl = ConvImpl::direct;
   /// cudnn: what runs when none of cuDNN's algorithms runs (the batch-invariant choice).
   ConvImpl fallback = ConvImpl::direct;
-  bool wgmma = false;             ///< tensor_core: the Hopper (wgmma) implementation, else mma.sync
+  bool wgmma = false;             ///< tensor_core, tc_transposed: the Hopper (wgmma) implementation, else mma.sync
   int splits = 1;                 ///< tensor_core: split-K factor, chosen for one image
   bool splits_per_batch = false;  ///< tensor_core, batch invariance off: split-K tuned to each batch
   /// Whether the filter must be packed for the tensor-core kernel (tc_conv's layout) or the
@@ -71,7 +71,8 @@ struct ConvChoice {
 
 /// THE selection table, in one place: how a convolution of `one_image` (N = 1) runs in `math` on
 /// this device. Batch-invariant (the default): fp16 and tf32 transposed convs on tc_transposed
-/// where the device has wgmma (Cin % 64 fp16 / % 32 tf32, Cout % 32); else tensor_core where the
+/// (Cin % 64 fp16 / % 32 tf32, Cout % 32; wgmma where the device has it, else mma.sync on sm_80+
+/// with 60 or 96 KiB of shared memory per block); else tensor_core where the
 /// device runs it (sm_80+ with the kernel's shared memory per block; wgmma on Hopper where Cout %
 /// 64), 3x3, Cin a multiple of 32 (64 for fp16) and Cout of 32, split-K from a time estimate for
 /// one image; fp32_strict: then simt (3x3, Cin % 8, Cout % 32); then direct (every shape: the

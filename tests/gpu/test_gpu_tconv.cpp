@@ -1,12 +1,16 @@
-// sg2 GPU tests: the transposed convolution as one GEMM per tile of cells (kernels/tc_tconv.h)
-// and the launch-time choices of the tensor-core implicit GEMM (kernels/tc_conv.h),
-// against the CPU reference on random inputs and odd shapes (non-square, partial tiles, 1 x 1
-// inputs, several channel tiles and chunks, persistent blocks walking many items), and its batch
-// invariance (an image alone, at other positions and in smaller batches gives the same bits).
+// sg2 GPU tests: the transposed convolution as one GEMM per tile of cells (kernels/tc_tconv.h),
+// both implementations (wgmma on Hopper; mma.sync, run here with the shared memory of this GPU,
+// of an sm_86/sm_89 card and of its shallowest pipeline), and the launch-time choices of the
+// tensor-core implicit GEMM (kernels/tc_conv.h), against the CPU reference on random inputs and
+// odd shapes (non-square, partial tiles, 1 x 1 inputs, several channel tiles and chunks,
+// persistent blocks walking many items), and their batch invariance (an image alone, at other
+// positions and in smaller batches gives the same bits, whatever the pipeline's depth).
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "gpu_test_util.h"
 #include "kernels/ref/modulated_conv2d.h"
@@ -24,6 +28,30 @@ struct Case {
 };
 
 using Ops = cuda::TcTconvArgs::Operands;
+using Impl = cuda::TcTconvArgs::Impl;
+
+/// One implementation as the engine may run it: wgmma, or mma.sync with `smem` bytes per block
+/// (the pipeline's depth follows: this GPU's limit gives 4 stages, 99 KiB (sm_86, sm_89) 2 stages
+/// of 64 channels or 3 of 32, 60 KiB 2 stages of 32).
+struct Variant {
+  Impl impl;
+  size_t smem;
+  std::string label;
+};
+
+/// The variants this GPU runs: wgmma where it has it, mma.sync on sm_80+.
+std::vector<Variant> variants() {
+  std::vector<Variant> v;
+  const cuda::DeviceCaps& caps = gpu_caps();
+  if (caps.wgmma && caps.encode_tensor_map != nullptr) v.push_back({Impl::wgmma, 0, "wgmma"});
+  if (caps.cc_major >= 8) {
+    v.push_back({Impl::mma, caps.smem_per_block_optin, "mma.sync"});
+    for (size_t kib : {99, 60})
+      if (kib * 1024 < caps.smem_per_block_optin)
+        v.push_back({Impl::mma, kib * 1024, "mma.sync " + std::to_string(kib) + " KiB"});
+  }
+  return v;
+}
 
 /// The kernel's inputs for a case: x [N, H, W, Cin] and the filter, on the host and the device.
 struct Inputs {
@@ -61,7 +89,7 @@ Inputs make_inputs(const Case& c, Ops ops, uint32_t seed) {
 
 /// Runs the kernel on images [first, first + n) of `in`; returns y [n, 2H + 1, 2W + 1, Cout] as
 /// raw bytes (poisoned before: every element must be written).
-std::vector<char> run(const Case& c, Ops ops, const Inputs& in, int first, int n) {
+std::vector<char> run(const Case& c, Ops ops, const Variant& v, const Inputs& in, int first, int n) {
   const size_t esz = ops == Ops::f16 ? 2 : 4;
   const int OH = 2 * c.H + 1, OW = 2 * c.W + 1;
   const size_t y_per = size_t(OH) * OW * c.Cout, x_per = size_t(c.H) * c.W * c.Cin;
@@ -77,8 +105,10 @@ std::vector<char> run(const Case& c, Ops ops, const Inputs& in, int first, int n
   a.w = in.d_w.get();
   a.y = d_y.get();
   a.num_sms = c.num_sms;
+  a.impl = v.impl;
   a.encode_tensor_map = gpu_caps().encode_tensor_map;
-  EXPECT_TRUE(cuda::tc_tconv_supports(a));
+  a.smem_per_block = v.smem;
+  EXPECT_TRUE(cuda::tc_tconv_supports(a)) << v.label;
   cuda::tc_tconv(a, nullptr);
   SG2_CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<char> out(size_t(n) * y_per * esz);
@@ -105,14 +135,28 @@ Tensor to_float_nchw(const std::vector<char>& raw, Ops ops, int N, int OH, int O
   return t;
 }
 
-bool tconv_runs_here() { return gpu_caps().wgmma && gpu_caps().encode_tensor_map != nullptr; }
-constexpr const char* kNoTconv = "this GPU or build has no wgmma (sm_90a): the transposed-conv kernel does not run";
+/// Whether variant v runs case c (mma.sync with 60 KiB: 32-channel phase tiles only).
+bool runs(const Variant& v, const Case& c, Ops ops) {
+  cuda::TcTconvArgs a;
+  a.operands = ops;
+  a.Cout = c.Cout;
+  return v.impl == Impl::wgmma || v.smem >= cuda::tc_tconv_mma_smem(a);
+}
+constexpr const char* kNoTconv = "this GPU is older than sm_80: the transposed-conv kernels do not run";
+const char* name(Ops ops) { return ops == Ops::f16 ? "fp16" : "tf32"; }
+
+/// A tensor-map encoder for the selection table's pretend Hopper (never called).
+CUresult no_encoder(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
+                    const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                    CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
 
 }  // namespace
 
 TEST(GpuKernels, TransposedTensorCoreConvMatchesReference) {
   SG2_REQUIRE_GPU();
-  if (!tconv_runs_here()) GTEST_SKIP() << kNoTconv;
+  if (variants().empty()) GTEST_SKIP() << kNoTconv;
   // the model's shapes (square, 4..64 px inputs), and odd ones: 1 x 1, non-square, partial tiles,
   // several chunks and channel tiles, Cout % 64 != 0 (32-channel phase tiles), few persistent blocks
   const Case cases[] = {{2, 4, 4, 64, 64, 132},    {1, 8, 8, 128, 64, 132},  {3, 16, 16, 64, 32, 132},
@@ -120,46 +164,107 @@ TEST(GpuKernels, TransposedTensorCoreConvMatchesReference) {
                         {2, 32, 32, 192, 64, 132}, {1, 33, 17, 64, 128, 3},  {3, 64, 64, 64, 32, 132},
                         {1, 7, 7, 512, 256, 132},  {2, 24, 40, 128, 96, 1},  {1, 2, 130, 64, 32, 132}};
   uint32_t seed = 3100;
+  int checked = 0;
   for (const Case& c : cases)
     for (Ops ops : {Ops::f16, Ops::tf32}) {
       const Inputs in = make_inputs(c, ops, seed += 2);
       const Tensor ref = ref::conv_transpose2d_stride2(in.x, in.w, false);
       const int OH = 2 * c.H + 1, OW = 2 * c.W + 1;
-      const Tensor got = to_float_nchw(run(c, ops, in, 0, c.N), ops, c.N, OH, OW, c.Cout);
-      // fp16: the output's rounding (and fp16 operands, exact products); tf32: 10-bit operands
-      EXPECT_TRUE(near_rel(got, ref, 4e-3,
-                           std::string(ops == Ops::f16 ? "fp16" : "tf32") + " N=" + std::to_string(c.N) +
-                               " H=" + std::to_string(c.H) + " W=" + std::to_string(c.W) + " " + std::to_string(c.Cin) +
-                               "->" + std::to_string(c.Cout) + " blocks " + std::to_string(c.num_sms)));
+      for (const Variant& v : variants()) {
+        if (!runs(v, c, ops)) continue;
+        const Tensor got = to_float_nchw(run(c, ops, v, in, 0, c.N), ops, c.N, OH, OW, c.Cout);
+        // fp16: the output's rounding (and fp16 operands, exact products); tf32: 10-bit operands
+        EXPECT_TRUE(near_rel(got, ref, 4e-3,
+                             v.label + " " + name(ops) + " N=" + std::to_string(c.N) + " H=" + std::to_string(c.H) +
+                                 " W=" + std::to_string(c.W) + " " + std::to_string(c.Cin) + "->" +
+                                 std::to_string(c.Cout) + " blocks " + std::to_string(c.num_sms)));
+        ++checked;
+      }
     }
+  std::cout << "  transposed conv vs the CPU reference: " << checked << " runs\n";
 }
 
 // Batch invariance by construction: an image's output has the same bits alone, at any position
-// of a larger batch, in a batch of two, and whatever the number of persistent blocks.
+// of a larger batch, in a batch of two, and whatever the number of persistent blocks; mma.sync's
+// too whatever the depth of its pipeline (the shared memory it was given).
 TEST(GpuKernels, TransposedTensorCoreConvIsBatchInvariant) {
   SG2_REQUIRE_GPU();
-  if (!tconv_runs_here()) GTEST_SKIP() << kNoTconv;
+  if (variants().empty()) GTEST_SKIP() << kNoTconv;
   const Case cases[] = {{6, 16, 16, 128, 64, 132}, {5, 8, 8, 512, 256, 132}, {5, 32, 32, 64, 32, 132}};
   int checked = 0;
   for (const Case& c : cases)
     for (Ops ops : {Ops::f16, Ops::tf32}) {
       const Inputs in = make_inputs(c, ops, 4100 + checked);
-      const size_t per = run(c, ops, in, 0, 1).size();
-      const std::vector<char> all = run(c, ops, in, 0, c.N);
-      for (int i : {0, 3, c.N - 1}) {
-        EXPECT_EQ(std::memcmp(run(c, ops, in, i, 1).data(), all.data() + size_t(i) * per, per), 0)
-            << "image " << i << " of " << c.N << (ops == Ops::f16 ? " fp16" : " tf32") << " " << c.Cin << "->"
-            << c.Cout;
+      std::vector<char> mma_all;  // the first mma.sync variant's batch
+      for (const Variant& v : variants()) {
+        if (!runs(v, c, ops)) continue;
+        const std::string what =
+            v.label + " " + name(ops) + " " + std::to_string(c.Cin) + "->" + std::to_string(c.Cout);
+        const size_t per = run(c, ops, v, in, 0, 1).size();
+        const std::vector<char> all = run(c, ops, v, in, 0, c.N);
+        for (int i : {0, 3, c.N - 1}) {
+          EXPECT_EQ(std::memcmp(run(c, ops, v, in, i, 1).data(), all.data() + size_t(i) * per, per), 0)
+              << "image " << i << " of " << c.N << " " << what;
+        }
+        const std::vector<char> tail = run(c, ops, v, in, c.N - 2, 2);
+        EXPECT_EQ(std::memcmp(tail.data(), all.data() + size_t(c.N - 2) * per, tail.size()), 0) << what;
+        Case few = c;
+        few.num_sms = 5;
+        EXPECT_EQ(run(few, ops, v, in, 0, c.N), all) << "5 persistent blocks " << what;
+        if (v.impl == Impl::mma) {
+          if (mma_all.empty())
+            mma_all = all;
+          else
+            EXPECT_EQ(all, mma_all) << what << ": another pipeline depth changed the bits";
+        }
+        ++checked;
       }
-      const std::vector<char> tail = run(c, ops, in, c.N - 2, 2);
-      EXPECT_EQ(std::memcmp(tail.data(), all.data() + size_t(c.N - 2) * per, tail.size()), 0);
-      Case few = c;
-      few.num_sms = 5;
-      EXPECT_EQ(run(few, ops, in, 0, c.N), all) << "5 persistent blocks";
-      ++checked;
     }
   std::cout << "  transposed-conv batch invariance: " << checked << " configurations checked\n";
-  EXPECT_EQ(checked, 6);
+  EXPECT_GE(checked, 6);
+}
+
+// The selection table (host only, runs without a GPU): fp16 and tf32 transposed convs run on the
+// one-GEMM-per-tile kernel on Hopper (wgmma), A100 and the sm_86/sm_89 cards (mma.sync), not on
+// older GPUs nor in fp32 (3xTF32 is tc_conv's); the chosen implementation's description says which.
+TEST(GpuKernels, TransposedConvSelectionPerDevice) {
+  struct Dev {
+    int major, minor;
+    size_t smem;
+    bool wgmma;
+  };
+  const Dev devs[] = {{9, 0, 227 * 1024, true},
+                      {8, 0, 163 * 1024, false},
+                      {8, 6, 99 * 1024, false},
+                      {8, 9, 99 * 1024, false},
+                      {7, 5, 64 * 1024, false}};
+  for (const Dev& d : devs) {
+    cuda::DeviceCaps caps;
+    caps.cc_major = d.major;
+    caps.cc_minor = d.minor;
+    caps.sm_count = 80;
+    caps.smem_per_block_optin = d.smem;
+    caps.wgmma = d.wgmma;
+    if (d.wgmma) caps.encode_tensor_map = &no_encoder;
+    for (int cout : {512, 64, 32})
+      for (cuda::ConvMath m : {cuda::ConvMath::fp16, cuda::ConvMath::tf32, cuda::ConvMath::fp32_strict}) {
+        cuda::ConvShape s;
+        s.N = 1;
+        s.H = s.W = 64;
+        s.Cin = 64;
+        s.Cout = cout;
+        s.transposed = true;
+        s.dtype = m == cuda::ConvMath::fp16 ? DType::f16 : DType::f32;
+        const cuda::ConvChoice c = cuda::choose_conv(s, m, caps, true);
+        const std::string where = "sm_" + std::to_string(10 * d.major + d.minor) + " 64->" + std::to_string(cout) +
+                                  (m == cuda::ConvMath::fp16   ? " fp16"
+                                   : m == cuda::ConvMath::tf32 ? " tf32"
+                                                               : " fp32");
+        const bool tiled = d.major >= 8 && m != cuda::ConvMath::fp32_strict;
+        EXPECT_EQ(c.impl == cuda::ConvImpl::tc_transposed, tiled) << where;
+        if (tiled) EXPECT_EQ(c.wgmma, d.wgmma) << where;
+      }
+  }
 }
 
 // The tile rule (host only, runs without a GPU): at most 128 cells, the halo within 192 rows, and

@@ -10,7 +10,7 @@
 #     tar cJf .gpucarry/boost.tar.xz -C .deps boost          (sg2 serve's headers, for the serve phase)
 #     .gpucarry/sg3: dnnlib torch_utils training legacy.py of NVlabs/stylegan3 (the official phase)
 #     .gpucarry/base/<path>: the files of the baseline (e.g. git show REV:kernels/x.cu > .gpucarry/base/kernels/x.cu)
-# Environment: OUT (logs), PHASES (build,test,bench,profile,ncu,official,sanitize,serve), TEST_FILTER, SAN_FILTER,
+# Environment: OUT (logs), PHASES (build,test,bench,kernels,profile,ncu,official,sanitize,serve), KBENCH, TEST_FILTER, SAN_FILTER,
 # SAN_TOOLS, PROBE_FILTER, SG3, BENCH (';'-separated sg2 bench argument lists, both builds), BENCH_NEW (this
 # tree only), ROUNDS, NO_BASE, NCU_KERNELS, PROFILES.
 set -u
@@ -36,7 +36,7 @@ if has build; then
   rm -rf /tmp/base && mkdir -p /tmp/base && cp -r CMakeLists.txt api apps cmake dev engine formats include kernels models \
     readers tests tools util /tmp/base/ && cp -r .gpucarry/base/. /tmp/base/
   (cmake -S . -B build "${cfg[@]}" "${serve_cfg[@]}" >"$OUT/build.log" 2>&1 &&
-    cmake --build build -j16 --target sg2_cli sg2_gpu_tests >>"$OUT/build.log" 2>&1) || {
+    cmake --build build -j16 --target sg2_cli sg2_gpu_tests $(has kernels && echo sg2_kernel_bench) >>"$OUT/build.log" 2>&1) || {
     grep -E "error|warning" "$OUT/build.log" | head -20
     echo BUILD FAILED
     exit 1
@@ -85,6 +85,17 @@ if has bench; then
       timeout 200 build/sg2 bench "${args[@]}" -q >>"$OUT/bench.txt" 2>&1
     done
   fi
+  el
+fi
+if has kernels; then  # the kernel runner (dev/kernel_bench.cpp) on this tree: KBENCH, ';'-separated argument lists
+  : >"$OUT/kernels.txt"
+  IFS=';' read -r -a kbs <<<"${KBENCH:---config ffhq1024-f --layer all --precision fp16 --batch 32 --quiet}"
+  for kb in "${kbs[@]}"; do
+    read -r -a args <<<"$kb"
+    echo "== sg2_kernel_bench $kb" >>"$OUT/kernels.txt"
+    timeout 200 build/sg2_kernel_bench "${args[@]}" >>"$OUT/kernels.txt" 2>&1
+    echo "kernel runner rc=$? ($kb)"
+  done
   el
 fi
 if has profile; then
