@@ -10,8 +10,9 @@
 #     tar cJf .gpucarry/boost.tar.xz -C .deps boost          (sg2 serve's headers, for the serve phase)
 #     .gpucarry/sg3: dnnlib torch_utils training legacy.py of NVlabs/stylegan3 (the official phase)
 #     .gpucarry/base/<path>: the files of the baseline (e.g. git show REV:kernels/x.cu > .gpucarry/base/kernels/x.cu)
-# Environment: OUT (logs), PHASES (build,test,bench,kernels,profile,ncu,official,sanitize,serve), KBENCH, TEST_FILTER, SAN_FILTER,
-# SAN_TOOLS, PROBE_FILTER, SG3, BENCH (';'-separated sg2 bench argument lists, both builds), BENCH_NEW (this
+# Environment: OUT (logs), PHASES (build,test,bench,kernels,profile,ncu,official,sanitize,serve), KBENCH, TEST_FILTER,
+# SAN_FILTER, SAN_TOOLS, PROBE_FILTER, BASE_TEST_FILTER (the baseline's GPU tests too), SG3, BENCH (';'-separated sg2
+# bench argument lists, both builds), BENCH_NEW (this
 # tree only), ROUNDS, NO_BASE, NCU_KERNELS, PROFILES.
 set -u
 OUT=${OUT:-/tmp/s12_out}
@@ -45,7 +46,7 @@ if has build; then
   el
   # the baseline compiles while the tests run (NO_BASE=1: none)
   [[ -n "${NO_BASE:-}" ]] || (cd /tmp/base && cmake -S . -B build "${cfg[@]}"  >"$OUT/base_build.log" 2>&1 &&
-    cmake --build build -j12 --target sg2_cli >>"$OUT/base_build.log" 2>&1) &
+    cmake --build build -j12 --target sg2_cli ${BASE_TEST_FILTER:+sg2_gpu_tests} >>"$OUT/base_build.log" 2>&1) &
   [[ -n "${NO_BASE:-}" ]] || base_pid=$!
 fi
 export LD_LIBRARY_PATH=$PWD/build
@@ -62,6 +63,12 @@ if has test; then
   el
 fi
 [[ -n "${base_pid:-}" ]] && { wait "$base_pid"; echo "baseline build rc=$?"; }
+if [[ -n "${BASE_TEST_FILTER:-}" && -x /tmp/base/build/tests/sg2_gpu_tests ]]; then  # the baseline's own tests
+  LD_LIBRARY_PATH=/tmp/base/build timeout 120 /tmp/base/build/tests/sg2_gpu_tests --gtest_color=no \
+    --gtest_filter="$BASE_TEST_FILTER" >"$OUT/base_tests.log" 2>&1
+  echo "baseline tests rc=$?"
+  grep -E '^\[  (PASSED|FAILED) +\]|^\[  FAILED  \]' "$OUT/base_tests.log" | head -10
+fi
 builds=(build)
 [[ -x /tmp/base/build/sg2 ]] && builds+=(/tmp/base/build)
 if has bench; then
