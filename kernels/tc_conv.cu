@@ -316,7 +316,17 @@ int tc_conv_choose_splits(const TcConvArgs& a, int num_sms) {
 }
 
 size_t tc_conv_smem_bytes(const TcConvArgs& a) {
-  return a.Cout % 64 == 0 ? Smem<64>::bytes(kLaunchStages) : Smem<32>::bytes(kLaunchStages);
+  // what launch_v asks for: the filter's tails only in the 3xTF32 mode
+  const bool wide = a.Cout % 64 == 0;
+  switch (a.operands) {
+    case Ops::tf32x3:
+      return wide ? Smem<64, Ops::tf32x3>::bytes(kLaunchStages) : Smem<32, Ops::tf32x3>::bytes(kLaunchStages);
+    case Ops::tf32:
+      return wide ? Smem<64, Ops::tf32>::bytes(kLaunchStages) : Smem<32, Ops::tf32>::bytes(kLaunchStages);
+    case Ops::f16:
+      break;
+  }
+  return wide ? Smem<64, Ops::f16>::bytes(kLaunchStages) : Smem<32, Ops::f16>::bytes(kLaunchStages);
 }
 
 size_t tc_conv_workspace(const TcConvArgs& a) {

@@ -155,8 +155,9 @@ bool tc_conv_supports(const TcConvArgs& a);
 /// chunks over the resident block slots of `num_sms` SMs; > 1 only for a > 10 % gain (small layers,
 /// small batches, the transposed conv's 4-tap phase).
 int tc_conv_choose_splits(const TcConvArgs& a, int num_sms);
-/// Dynamic shared memory of one mma.sync block (108 KiB for Cout % 64 == 0): the device must allow
-/// that much per block (cudaDevAttrMaxSharedMemoryPerBlockOptin; not sm_86/sm_89, whose limit is 99 KiB).
+/// Dynamic shared memory of one mma.sync block for a.operands and a.Cout (Cout % 64 == 0: 108 KiB
+/// in 3xTF32, 81 KiB in tf32 and fp16): the device must allow that much per block
+/// (cudaDevAttrMaxSharedMemoryPerBlockOptin; sm_86/sm_89 allow 99 KiB: tf32 and fp16 only).
 size_t tc_conv_smem_bytes(const TcConvArgs& a);
 /// Bytes of `partial` for a.splits (0 when 1).
 size_t tc_conv_workspace(const TcConvArgs& a);

@@ -225,9 +225,9 @@ TEST(GpuKernels, TransposedTensorCoreConvIsBatchInvariant) {
 }
 
 // The selection table (host only, runs without a GPU): fp16 and tf32 transposed convs run on the
-// one-GEMM-per-tile kernel on Hopper (wgmma), A100 and the sm_86/sm_89 cards (mma.sync), not on
-// older GPUs nor in fp32 (3xTF32 is tc_conv's); the chosen implementation's description says which.
-TEST(GpuKernels, TransposedConvSelectionPerDevice) {
+// one-GEMM-per-tile kernel on Hopper (wgmma), A100 and the sm_86/sm_89 cards (mma.sync; from 8 x 8
+// inputs on), not on older GPUs nor in fp32 (3xTF32 is tc_conv's); forward convs on tc_conv.
+TEST(GpuKernels, ConvSelectionPerDevice) {
   struct Dev {
     int major, minor;
     size_t smem;
@@ -263,6 +263,21 @@ TEST(GpuKernels, TransposedConvSelectionPerDevice) {
         const bool tiled = d.major >= 8 && m != cuda::ConvMath::fp32_strict;
         EXPECT_EQ(c.impl == cuda::ConvImpl::tc_transposed, tiled) << where;
         if (tiled) EXPECT_EQ(c.wgmma, d.wgmma) << where;
+        // a 4 x 4 input (25 cells per tile): mma.sync GPUs take the four phase GEMMs, Hopper the tile
+        s.H = s.W = 4;
+        const cuda::ConvChoice small = cuda::choose_conv(s, m, caps, true);
+        EXPECT_EQ(small.impl == cuda::ConvImpl::tc_transposed, tiled && d.wgmma) << where << " at 4 x 4";
+        if (tiled && !d.wgmma) EXPECT_EQ(small.impl, cuda::ConvImpl::tensor_core) << where << " at 4 x 4";
+        // the forward 3 x 3 conv: tensor cores on sm_80+ in tf32 and fp16 (81 KiB per mma.sync block,
+        // so on sm_86/sm_89 too), in fp32 (3xTF32: 108 KiB) where the shared memory allows, else SIMT
+        s.H = s.W = 64;
+        s.transposed = false;
+        const cuda::ConvChoice fwd = cuda::choose_conv(s, m, caps, true);
+        const bool tc = d.major >= 8 && (m != cuda::ConvMath::fp32_strict || d.smem >= 108 * 1024);
+        EXPECT_EQ(fwd.impl, tc                                 ? cuda::ConvImpl::tensor_core
+                            : m == cuda::ConvMath::fp32_strict ? cuda::ConvImpl::simt
+                                                               : cuda::ConvImpl::direct)
+            << where << " forward";
       }
   }
 }
