@@ -64,7 +64,8 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], 
 // TR: the stride-2 transposed conv (4 phases). 3xTF32 chains the four 8-deep steps of a 32-deep
 // chunk in the tensor core before each fp32 add (measured the fastest at the FMA path's accuracy,
 // docs/performance-notes.md session 2); tf32 and fp16 chain the whole k. Three pipeline stages,
-// two resident blocks per SM.
+// two resident blocks per SM where its shared memory holds them (one on sm_86/sm_89: 81 KiB blocks
+// in 100 KiB; tc_conv_choose_splits still assumes two, which affects speed only).
 template <int BN, bool TR, Ops OPS>
 __global__ void __launch_bounds__(kThreads, 2) tc_conv_mma_kernel(TcConvArgs a) {
   constexpr int kStages = kLaunchStages;

@@ -10,15 +10,15 @@
 //   A: the (TH + 1) x (TW + 1) input pixels around the tile, row y (TW + 1) + x of 64 bytes,
 //      zero-filled outside the image;
 // each row's four 16-byte pieces swizzled (piece ^ (row >> 1) & 3) so that any eight consecutive
-// rows read at one piece hit 32 distinct banks. Per 32-byte step (16 fp16 or 8 TF32 values of k),
-// a warp loads its cells' four neighbours x[i - di, j - dj] with one ldmatrix.x4 each per m16
-// row (every lane addresses its own halo row), then tap by tap the filter's fragments
-// (ldmatrix.x4: 16 channels) and the MMAs into the four phase accumulators, in the order of the
-// Hopper kernel: P0 += n00 w0, P1 += n00 w1, P2 += n00 w3, P3 += n00 w4, P0 += n01 w2,
-// P2 += n01 w5, P0 += n10 w6, P1 += n10 w7, P0 += n11 w8. Per warp and step: 8 + 9 bnc / 32
-// fragment loads for 9 bnc / 4 MMAs of m16n8 (shared-memory traffic below the tensor cores' time).
-// The ring runs over the block's (item, chunk) sequence: the chunks of the next item load while
-// this item's last ones multiply and its outputs are stored (fp16 pairs or fp32 pairs).
+// rows read at one piece hit 32 distinct banks (a warp's eight cells are consecutive halo rows but
+// where they wrap to the next tile row, which skips one: a two-way conflict there, as on Hopper). Per 32-byte step (16
+// fp16 or 8 TF32 values of k), a warp loads its cells' four neighbours x[i - di, j - dj] with one ldmatrix.x4 each per
+// m16 row (every lane addresses its own halo row), then tap by tap the filter's fragments (ldmatrix.x4: 16 channels)
+// and the MMAs into the four phase accumulators, in the order of the Hopper kernel: P0 += n00 w0, P1 += n00 w1, P2 +=
+// n00 w3, P3 += n00 w4, P0 += n01 w2, P2 += n01 w5, P0 += n10 w6, P1 += n10 w7, P0 += n11 w8. Per warp and step: 8 + 9
+// bnc / 32 fragment loads (ldmatrix.x4) for 9 bnc / 8 MMAs of m16n8 (72 at bnc 64). The ring runs over the block's
+// (item, chunk) sequence: the chunks of the next item load while this item's last ones multiply and its outputs are
+// stored (fp16 pairs or fp32 pairs).
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -302,8 +302,8 @@ void tc_tconv_tile(int H, int W, int* rows, int* cols) {
 }
 
 bool tc_tconv_shape_ok(const TcTconvArgs& a) {
-  return a.N > 0 && a.H > 0 && a.W > 0 && a.H < 32768 && a.W < 32768 && a.Cin > 0 && a.Cin % chunk_channels(a) == 0 &&
-         a.Cout > 0 && a.Cout % 32 == 0 &&
+  return a.N > 0 && a.H > 0 && a.W > 0 && a.H < 32768 && a.W < 32768 && a.Cin > 0 && a.Cin <= 65536 &&
+         a.Cin % chunk_channels(a) == 0 && a.Cout > 0 && a.Cout % 32 == 0 &&
          int64_t(a.N) * (a.H + 1) * (a.W + 1) * (a.Cout / tc_tconv_phase_channels(a.Cout)) < (int64_t(1) << 31);
 }
 

@@ -65,10 +65,10 @@ void tc_tconv_pack_weights(const float* w, int cin, int cout, float* out);
 /// The tile of cells (rows, columns; rows * cols <= 128) for an H x W input: the fewest tiles
 /// over the (H + 1) x (W + 1) cells. Host only.
 void tc_tconv_tile(int H, int W, int* rows, int* cols);
-/// The shape alone: Cin a multiple of 64 (fp16) or 32 (tf32), Cout of 32, sizes in range.
+/// The shape alone: Cin a multiple of 64 (fp16) or 32 (tf32), at most 65536, Cout of 32, sizes in range.
 bool tc_tconv_shape_ok(const TcTconvArgs& a);
-/// mma: the shared memory (bytes) of the shallowest pipeline (two stages) for a.Cout and
-/// a.operands: 96 KiB where Cout % 64 == 0, else 60 KiB (host only).
+/// mma: the shared memory (bytes) of the shallowest pipeline (two stages) for a.Cout (either
+/// operand mode: 64-byte chunks): 96 KiB where Cout % 64 == 0, else 60 KiB (host only).
 size_t tc_tconv_mma_smem(const TcTconvArgs& a);
 /// Shape, buffers (non-null, 16-byte aligned), num_sms > 0, and the implementation's needs
 /// (wgmma: the encoder; mma: smem_per_block).

@@ -171,7 +171,8 @@ ConvChoice choose_conv(const ConvShape& one_image, ConvMath math, const DeviceCa
   // shared memory of its shallowest pipeline) where a tile has at least 64 cells: below, most of
   // its 128 MMA rows idle and the four phase GEMMs of tc_conv, which pack several images' pixels
   // into a tile, are faster (H100, mma.sync, 4 x 4 -> 9 x 9, 512 channels, batch 32: 0.072 against
-  // 0.041 ms in fp16, 0.140 against 0.066 in tf32; from 8 x 8 on, 1.0-1.85x faster; session 14)
+  // 0.041 ms in fp16, 0.140 against 0.066 in tf32; from 8 x 8 on (81 cells), 1.0-1.85x faster;
+  // session 14). 64 cells: inputs of 7 x 7 and up.
   const bool tconv_wgmma = caps.wgmma && caps.encode_tensor_map != nullptr;
   ConvChoice tc_choice = c;
   tc_choice.wgmma = tconv_wgmma;

@@ -31,8 +31,8 @@ using Ops = cuda::TcTconvArgs::Operands;
 using Impl = cuda::TcTconvArgs::Impl;
 
 /// One implementation as the engine may run it: wgmma, or mma.sync with `smem` bytes per block
-/// (the pipeline's depth follows: this GPU's limit gives 4 stages, 99 KiB (sm_86, sm_89) 2 stages
-/// of 64 channels or 3 of 32, 60 KiB 2 stages of 32).
+/// (the pipeline's depth follows: Hopper's 227 KiB gives 4 stages, A100's 160 KiB 3 of 64-channel
+/// phase tiles and 4 of 32, 99 KiB (sm_86, sm_89) 2 of 64 and 3 of 32, 60 KiB 2 of 32).
 struct Variant {
   Impl impl;
   size_t smem;
@@ -46,7 +46,7 @@ std::vector<Variant> variants() {
   if (caps.wgmma && caps.encode_tensor_map != nullptr) v.push_back({Impl::wgmma, 0, "wgmma"});
   if (caps.cc_major >= 8) {
     v.push_back({Impl::mma, caps.smem_per_block_optin, "mma.sync"});
-    for (size_t kib : {99, 60})
+    for (size_t kib : {160, 99, 60})
       if (kib * 1024 < caps.smem_per_block_optin)
         v.push_back({Impl::mma, kib * 1024, "mma.sync " + std::to_string(kib) + " KiB"});
   }
@@ -162,7 +162,8 @@ TEST(GpuKernels, TransposedTensorCoreConvMatchesReference) {
   const Case cases[] = {{2, 4, 4, 64, 64, 132},    {1, 8, 8, 128, 64, 132},  {3, 16, 16, 64, 32, 132},
                         {1, 1, 1, 64, 96, 132},    {2, 5, 9, 128, 160, 132}, {1, 13, 3, 64, 32, 7},
                         {2, 32, 32, 192, 64, 132}, {1, 33, 17, 64, 128, 3},  {3, 64, 64, 64, 32, 132},
-                        {1, 7, 7, 512, 256, 132},  {2, 24, 40, 128, 96, 1},  {1, 2, 130, 64, 32, 132}};
+                        {1, 7, 7, 512, 256, 132},  {2, 24, 40, 128, 96, 1},  {1, 2, 130, 64, 32, 132},
+                        {2, 1, 94, 64, 64, 132}};  // 1 x 95 cells: the largest halo, 2 x 96 = 192 rows
   uint32_t seed = 3100;
   int checked = 0;
   for (const Case& c : cases)
@@ -225,19 +226,22 @@ TEST(GpuKernels, TransposedTensorCoreConvIsBatchInvariant) {
 }
 
 // The selection table (host only, runs without a GPU): fp16 and tf32 transposed convs run on the
-// one-GEMM-per-tile kernel on Hopper (wgmma), A100 and the sm_86/sm_89 cards (mma.sync; from 8 x 8
-// inputs on), not on older GPUs nor in fp32 (3xTF32 is tc_conv's); forward convs on tc_conv.
+// one-GEMM-per-tile kernel on Hopper (wgmma), A100 and the sm_86/sm_89 cards (mma.sync, with its
+// shared memory, from 7 x 7 inputs on), not on older GPUs nor in fp32 (3xTF32 is tc_conv's); the
+// rest on tc_conv where its shared memory fits, else the SIMT (fp32) or the direct kernel.
 TEST(GpuKernels, ConvSelectionPerDevice) {
   struct Dev {
     int major, minor;
     size_t smem;
-    bool wgmma;
+    bool wgmma, encoder;
   };
-  const Dev devs[] = {{9, 0, 227 * 1024, true},
-                      {8, 0, 163 * 1024, false},
-                      {8, 6, 99 * 1024, false},
-                      {8, 9, 99 * 1024, false},
-                      {7, 5, 64 * 1024, false}};
+  // Hopper, Hopper without the driver's tensor-map encoder, A100, the sm_86 / sm_89 cards, a
+  // pretend sm_8x with 64 KiB per block, Turing
+  const Dev devs[] = {{9, 0, 227 * 1024, true, true},   {9, 0, 227 * 1024, true, false},
+                      {8, 0, 163 * 1024, false, false}, {8, 6, 99 * 1024, false, false},
+                      {8, 9, 99 * 1024, false, false},  {8, 7, 64 * 1024, false, false},
+                      {7, 5, 64 * 1024, false, false}};
+  int checked = 0;
   for (const Dev& d : devs) {
     cuda::DeviceCaps caps;
     caps.cc_major = d.major;
@@ -245,41 +249,47 @@ TEST(GpuKernels, ConvSelectionPerDevice) {
     caps.sm_count = 80;
     caps.smem_per_block_optin = d.smem;
     caps.wgmma = d.wgmma;
-    if (d.wgmma) caps.encode_tensor_map = &no_encoder;
+    if (d.encoder) caps.encode_tensor_map = &no_encoder;
     for (int cout : {512, 64, 32})
       for (cuda::ConvMath m : {cuda::ConvMath::fp16, cuda::ConvMath::tf32, cuda::ConvMath::fp32_strict}) {
+        const bool fp32 = m == cuda::ConvMath::fp32_strict;
+        const std::string where = "sm_" + std::to_string(10 * d.major + d.minor) + " " + std::to_string(d.smem >> 10) +
+                                  " KiB" + (d.wgmma && !d.encoder ? " (no encoder)" : "") + " 64->" +
+                                  std::to_string(cout) +
+                                  (m == cuda::ConvMath::fp16 ? " fp16"
+                                   : fp32                    ? " tf32x3"
+                                                             : " tf32");
+        // tc_conv's mma.sync blocks: 108 KiB in 3xTF32, 81 KiB in tf32 and fp16
+        const bool runs_tc = d.major >= 8 && d.smem >= (fp32 ? 110592u : 82944u);
+        const cuda::ConvImpl untiled = runs_tc ? cuda::ConvImpl::tensor_core
+                                       : fp32  ? cuda::ConvImpl::simt
+                                               : cuda::ConvImpl::direct;
         cuda::ConvShape s;
         s.N = 1;
-        s.H = s.W = 64;
         s.Cin = 64;
         s.Cout = cout;
-        s.transposed = true;
         s.dtype = m == cuda::ConvMath::fp16 ? DType::f16 : DType::f32;
-        const cuda::ConvChoice c = cuda::choose_conv(s, m, caps, true);
-        const std::string where = "sm_" + std::to_string(10 * d.major + d.minor) + " 64->" + std::to_string(cout) +
-                                  (m == cuda::ConvMath::fp16   ? " fp16"
-                                   : m == cuda::ConvMath::tf32 ? " tf32"
-                                                               : " fp32");
-        const bool tiled = d.major >= 8 && m != cuda::ConvMath::fp32_strict;
-        EXPECT_EQ(c.impl == cuda::ConvImpl::tc_transposed, tiled) << where;
-        if (tiled) EXPECT_EQ(c.wgmma, d.wgmma) << where;
-        // a 4 x 4 input (25 cells per tile): mma.sync GPUs take the four phase GEMMs, Hopper the tile
-        s.H = s.W = 4;
-        const cuda::ConvChoice small = cuda::choose_conv(s, m, caps, true);
-        EXPECT_EQ(small.impl == cuda::ConvImpl::tc_transposed, tiled && d.wgmma) << where << " at 4 x 4";
-        if (tiled && !d.wgmma) EXPECT_EQ(small.impl, cuda::ConvImpl::tensor_core) << where << " at 4 x 4";
-        // the forward 3 x 3 conv: tensor cores on sm_80+ in tf32 and fp16 (81 KiB per mma.sync block,
-        // so on sm_86/sm_89 too), in fp32 (3xTF32: 108 KiB) where the shared memory allows, else SIMT
-        s.H = s.W = 64;
+        // the transposed conv: one GEMM per tile on wgmma (Hopper with its encoder), else on mma.sync
+        // (sm_80+, 96 KiB for 64-channel phase tiles or 60 KiB for 32) where a tile has 64 cells
+        s.transposed = true;
+        for (int h : {64, 7, 6, 4}) {
+          s.H = s.W = h;
+          const bool by_wgmma = d.wgmma && d.encoder;
+          const bool by_mma = d.major >= 8 && d.smem >= (cout % 64 == 0 ? 96u : 60u) * 1024 && h >= 7;
+          const bool tiled = !fp32 && (by_wgmma || by_mma);
+          const cuda::ConvChoice c = cuda::choose_conv(s, m, caps, true);
+          EXPECT_EQ(c.impl, tiled ? cuda::ConvImpl::tc_transposed : untiled)
+              << where << " transposed " << h << " x " << h;
+          if (tiled) EXPECT_EQ(c.wgmma, by_wgmma) << where << " transposed " << h << " x " << h;
+          ++checked;
+        }
+        // the forward 3 x 3 conv
         s.transposed = false;
-        const cuda::ConvChoice fwd = cuda::choose_conv(s, m, caps, true);
-        const bool tc = d.major >= 8 && (m != cuda::ConvMath::fp32_strict || d.smem >= 108 * 1024);
-        EXPECT_EQ(fwd.impl, tc                                 ? cuda::ConvImpl::tensor_core
-                            : m == cuda::ConvMath::fp32_strict ? cuda::ConvImpl::simt
-                                                               : cuda::ConvImpl::direct)
-            << where << " forward";
+        s.H = s.W = 64;
+        EXPECT_EQ(cuda::choose_conv(s, m, caps, true).impl, untiled) << where << " forward";
       }
   }
+  EXPECT_EQ(checked, 7 * 3 * 3 * 4);
 }
 
 // The tile rule (host only, runs without a GPU): at most 128 cells, the halo within 192 rows, and

@@ -10,10 +10,13 @@
 #     tar cJf .gpucarry/boost.tar.xz -C .deps boost          (sg2 serve's headers, for the serve phase)
 #     .gpucarry/sg3: dnnlib torch_utils training legacy.py of NVlabs/stylegan3 (the official phase)
 #     .gpucarry/base/<path>: the files of the baseline (e.g. git show REV:kernels/x.cu > .gpucarry/base/kernels/x.cu)
+#     .gpucarry/ov/<name>/<path>: a variant's files (OVERLAYS), e.g. git diff --name-only main BRANCH -- kernels engine
+#       tests dev, each written by git show BRANCH:<path>
 # Environment: OUT (logs), PHASES (build,test,bench,kernels,profile,ncu,official,sanitize,serve), KBENCH, TEST_FILTER,
 # SAN_FILTER, SAN_TOOLS, PROBE_FILTER, BASE_TEST_FILTER (the baseline's GPU tests too), SG3, BENCH (';'-separated sg2
 # bench argument lists, both builds), BENCH_NEW (this
-# tree only), ROUNDS, NO_BASE, NCU_KERNELS, PROFILES.
+# tree only), ROUNDS, NO_BASE, NCU_KERNELS, PROFILES, OVERLAYS (names of .gpucarry/ov/<name> variants, built, tested with
+# OV_TEST_FILTER and benched beside the baseline).
 set -u
 OUT=${OUT:-/tmp/s12_out}
 PH=${PHASES:-build,test,sanitize,bench,profile}
@@ -48,6 +51,16 @@ if has build; then
   [[ -n "${NO_BASE:-}" ]] || (cd /tmp/base && cmake -S . -B build "${cfg[@]}"  >"$OUT/base_build.log" 2>&1 &&
     cmake --build build -j12 --target sg2_cli ${BASE_TEST_FILTER:+sg2_gpu_tests} >>"$OUT/base_build.log" 2>&1) &
   [[ -n "${NO_BASE:-}" ]] || base_pid=$!
+  # OVERLAYS: more variants, each this tree with .gpucarry/ov/<name> laid over it (e.g. a branch's
+  # changed files), built beside the baseline, tested (OV_TEST_FILTER) and benched like it
+  ov_pids=()
+  for ov in ${OVERLAYS:-}; do
+    rm -rf "/tmp/ov_$ov" && mkdir -p "/tmp/ov_$ov" && cp -r CMakeLists.txt api apps cmake dev engine formats include \
+      kernels models readers tests tools util "/tmp/ov_$ov/" && cp -r ".gpucarry/ov/$ov/." "/tmp/ov_$ov/"
+    (cd "/tmp/ov_$ov" && cmake -S . -B build "${cfg[@]}" >"/tmp/ov_${ov}_build.log" 2>&1 &&
+      cmake --build build -j8 --target sg2_cli ${OV_TEST_FILTER:+sg2_gpu_tests} >>"/tmp/ov_${ov}_build.log" 2>&1) &
+    ov_pids+=($!)
+  done
 fi
 export LD_LIBRARY_PATH=$PWD/build
 if has test; then
@@ -71,6 +84,20 @@ if [[ -n "${BASE_TEST_FILTER:-}" && -x /tmp/base/build/tests/sg2_gpu_tests ]]; t
 fi
 builds=(build)
 [[ -x /tmp/base/build/sg2 ]] && builds+=(/tmp/base/build)
+ovs=(${OVERLAYS:-})
+for i in "${!ovs[@]}"; do
+  ov=${ovs[$i]}
+  wait "${ov_pids[$i]}"
+  echo "overlay $ov build rc=$?"
+  grep -E "error" "/tmp/ov_${ov}_build.log" | head -5
+  [[ -x "/tmp/ov_$ov/build/sg2" ]] && builds+=("/tmp/ov_$ov/build")
+  if [[ -n "${OV_TEST_FILTER:-}" && -x "/tmp/ov_$ov/build/tests/sg2_gpu_tests" ]]; then
+    LD_LIBRARY_PATH="/tmp/ov_$ov/build" timeout "${TEST_TIMEOUT:-240}" "/tmp/ov_$ov/build/tests/sg2_gpu_tests" \
+      --gtest_color=no --gtest_filter="$OV_TEST_FILTER" >"/tmp/ov_${ov}_tests.log" 2>&1
+    echo "overlay $ov tests rc=$?"
+    grep -E '^\[  (PASSED|FAILED) +\]|^\[  FAILED  \]|Failure$|exception' "/tmp/ov_${ov}_tests.log" | head -12
+  fi
+done
 if has bench; then
   : >"$OUT/bench.txt"
   IFS=';' read -r -a benches <<<"${BENCH:---config ffhq1024-f --batch 1,32 --precision auto,fp16 --iters 20;--config paper256 --batch 1,128 --precision auto,fp16 --iters 20}"
