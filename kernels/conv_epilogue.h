@@ -56,6 +56,8 @@ struct EpilogueArgs {
   // launch: the shared-table kernel where the shape allows it (false: always the general kernel,
   // for A/B measurements); the result is the same either way
   bool shared_tables = true;
+  // the device's SMs (DeviceCaps::sm_count): the fused conv1's persistent grid; 0: one block per tile
+  int num_sms = 0;
 };
 
 void conv_epilogue(const EpilogueArgs& a, cudaStream_t stream);

@@ -380,14 +380,14 @@ void launch_k(const void* x, const void* w, const EpilogueArgs& e, cudaStream_t 
   constexpr size_t smem = FusedCfg<C>::kSmem;
   auto* k = fused_conv_f16_kernel<C, KR>;
   SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  int dev = 0, sms = 0, per_sm = 0;
-  SG2_CUDA_CHECK(cudaGetDevice(&dev));
-  SG2_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  int per_sm = 0;
   constexpr int kThreads = FusedCfg<C>::kThreads;
   SG2_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kThreads, smem));
   const int tiles_x = e.W / kT, tiles_per_sample = tiles_x * (e.H / kT);
   const int64_t ntiles = int64_t(e.N) * tiles_per_sample;
-  const int blocks = static_cast<int>(std::min<int64_t>(ntiles, int64_t(std::max(per_sm, 1)) * sms));
+  // persistent blocks: as many as the device's SMs hold (e.num_sms from the engine), else one per tile
+  const int64_t resident = e.num_sms > 0 ? int64_t(std::max(per_sm, 1)) * e.num_sms : ntiles;
+  const int blocks = static_cast<int>(std::min<int64_t>(ntiles, resident));
   k<<<blocks, kThreads, smem, stream>>>(static_cast<const __half*>(x), static_cast<const __half*>(w), e, tiles_x,
                                         tiles_per_sample, static_cast<int>(ntiles));
 }

@@ -414,9 +414,7 @@ void launch(const UpEpilogueArgs& a, cudaStream_t stream) {
       (reinterpret_cast<uintptr_t>(a.raw) & 15u) == 0) {
     // rows per block: 16 (fp16) or 8 (fp32) where the grid still fills the GPU several times over, fewer
     // for small layers at small batches (latency: more blocks); the sums are the same at every height
-    int dev = 0, sms = 0;
-    SG2_CUDA_CHECK(cudaGetDevice(&dev));
-    SG2_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const int sms = a.num_sms;
     const int tiles_x = (a.W + kSepX - 1) / kSepX;
     const int64_t columns = int64_t(tiles_x) * cblocks * a.N;  // blocks per row of tiles
     auto blocks_at = [&](int ty) { return columns * ((a.H + ty - 1) / ty); };

@@ -44,6 +44,9 @@ struct UpEpilogueArgs {
   const float* out_scale = nullptr;  // [N, out_scale_stride], or null
   int out_scale_stride = 0;
   void* raw = nullptr;  // [N, H, W, C] in out_dtype, or null
+  /// The device's SMs (DeviceCaps::sm_count): fewer rows per block where the grid would not fill
+  /// them 16 times (the same sums at every height); 0: the tallest blocks.
+  int num_sms = 0;
 };
 
 void upconv_epilogue(const UpEpilogueArgs& a, cudaStream_t stream);

@@ -360,6 +360,7 @@ void Executor::emit_conv0(Emit& e, size_t block) {
   u.out = e.act;
   u.out_scale = input_scales_.as<float>() + bd.conv1.s_col;
   u.out_scale_stride = m_.s_cols();
+  u.num_sms = caps_.sm_count;
   e.steps.push_back({[u](cudaStream_t st) { upconv_epilogue(u, st); }, tag + ".conv0.epilogue"});
 }
 
@@ -379,6 +380,7 @@ void Executor::emit_conv1(Emit& e, size_t block) {
   ep.H = b.height;
   ep.W = b.width;
   ep.C = b.out_channels;
+  ep.num_sms = caps_.sm_count;
   ep.y_dtype = bd.dtype;
   ep.y = e.conv_out;
   ep.dcoefs = dcoefs_.as<float>() + bd.conv1.dcoef_col;
