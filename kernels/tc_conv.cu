@@ -317,17 +317,11 @@ int tc_conv_choose_splits(const TcConvArgs& a, int num_sms) {
 }
 
 size_t tc_conv_smem_bytes(const TcConvArgs& a) {
-  // what launch_v asks for: the filter's tails only in the 3xTF32 mode
+  // what launch_v asks for: the filter's tails only in the 3xTF32 mode (tf32 and fp16 tiles are alike)
   const bool wide = a.Cout % 64 == 0;
-  switch (a.operands) {
-    case Ops::tf32x3:
-      return wide ? Smem<64, Ops::tf32x3>::bytes(kLaunchStages) : Smem<32, Ops::tf32x3>::bytes(kLaunchStages);
-    case Ops::tf32:
-      return wide ? Smem<64, Ops::tf32>::bytes(kLaunchStages) : Smem<32, Ops::tf32>::bytes(kLaunchStages);
-    case Ops::f16:
-      break;
-  }
-  return wide ? Smem<64, Ops::f16>::bytes(kLaunchStages) : Smem<32, Ops::f16>::bytes(kLaunchStages);
+  if (a.operands == Ops::tf32x3)
+    return wide ? Smem<64, Ops::tf32x3>::bytes(kLaunchStages) : Smem<32, Ops::tf32x3>::bytes(kLaunchStages);
+  return wide ? Smem<64, Ops::tf32>::bytes(kLaunchStages) : Smem<32, Ops::tf32>::bytes(kLaunchStages);
 }
 
 size_t tc_conv_workspace(const TcConvArgs& a) {
