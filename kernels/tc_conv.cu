@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(kThreads, 2) tc_conv_mma_kernel(TcConvArgs a) 
 #pragma unroll
     for (int q = tid; q < total; q += kThreads) {
       const int n = q >> 3, sg = q & 7;
-      const size_t off = ((size_t(n0 + n) * 9 + tp.index) * a.Cin + ci0) * ESZ + 16 * sg;
+      const size_t off = ((size_t(n0 + n) * tl.taps + tp.index) * a.Cin + ci0) * ESZ + 16 * sg;
       dev::cp_async16(Bh + n * kBP + 4 * sg, w_hi + off, 16);
       if constexpr (OPS == Ops::tf32x3) dev::cp_async16(Bl + n * kBP + 4 * sg, w_lo + off, 16);
     }
@@ -258,18 +258,18 @@ void launch(const TcConvArgs& a, dim3 grid, cudaStream_t stream) {
 bool tc_conv_shape_ok(const TcConvArgs& a) {
   const int64_t M = int64_t(a.N) * (a.H + 1) * (a.W + 1);
   const int64_t in = int64_t(a.N) * a.H * a.W;
-  return a.N > 0 && a.H > 0 && a.W > 0 && a.H < 16384 && a.W < 16384 && a.Cin > 0 &&
-         a.Cin % tc_chunk_channels(a.operands) == 0 && a.Cout > 0 && a.Cout % 32 == 0 && M < (int64_t(1) << 31) - kBM &&
-         in < (int64_t(1) << 31);
+  return (a.k == 3 || (a.k == 1 && !a.transposed)) && a.N > 0 && a.H > 0 && a.W > 0 && a.H < 16384 && a.W < 16384 &&
+         a.Cin > 0 && a.Cin % tc_chunk_channels(a.operands) == 0 && a.Cout > 0 && a.Cout % 32 == 0 &&
+         M < (int64_t(1) << 31) - kBM && in < (int64_t(1) << 31);
 }
 
 bool tc_conv_supports(const TcConvArgs& a) {
   const int64_t M = int64_t(a.N) * (a.H + 1) * (a.W + 1);
   const int64_t in = int64_t(a.N) * a.H * a.W;
   const bool lo_ok = a.operands != TcConvArgs::Operands::tf32x3 || (a.w_lo && aligned16(a.w_lo));
-  return tc_conv_shape_ok(a) && a.x && a.y && M < (int64_t(1) << 31) - kBM && in < (int64_t(1) << 31) &&
-         aligned16(a.x) && a.w_hi && aligned16(a.w_hi) && lo_ok && aligned16(a.y) && a.splits >= 1 && a.splits <= 32 &&
-         (a.splits == 1 || aligned16(a.partial));
+  return tc_conv_shape_ok(a) && (a.k == 3 || a.impl == TcConvArgs::Impl::mma) && a.x && a.y &&
+         M < (int64_t(1) << 31) - kBM && in < (int64_t(1) << 31) && aligned16(a.x) && a.w_hi && aligned16(a.w_hi) &&
+         lo_ok && aligned16(a.y) && a.splits >= 1 && a.splits <= 32 && (a.splits == 1 || aligned16(a.partial));
 }
 
 bool tc_conv_wgmma_probe() { return tc_wgmma_probe(); }
@@ -302,7 +302,7 @@ int tc_conv_choose_splits(const TcConvArgs& a, int num_sms) {
   for (int ph = 0; ph < (a.transposed ? 4 : 1); ++ph) {
     const int py = ph >> 1, px = ph & 1;
     const int64_t M = a.transposed ? int64_t(a.N) * (a.H + 1 - py) * (a.W + 1 - px) : int64_t(a.N) * a.H * a.W;
-    const int chunks = a.transposed ? (py ? 1 : 2) * (px ? 1 : 2) * cpt : 9 * cpt;
+    const int chunks = a.transposed ? (py ? 1 : 2) * (px ? 1 : 2) * cpt : a.k * a.k * cpt;
     work += (M + kBM - 1) / kBM * (a.Cout / bn) * chunks;
     max_chunks = std::max(max_chunks, chunks);
   }

@@ -3,7 +3,7 @@
 // fp16 operands with fp32 sums. Same layouts, shapes and semantics as the strict SIMT kernel
 // (kernels/conv2d_simt.h; CPU reference kernels/ref/modulated_conv2d.h conv2d and
 // conv_transpose2d_stride2 with shared weights):
-//   forward:    3x3, pad 1, stride 1, correlation
+//   forward:    3x3, pad 1, stride 1, correlation; or 1x1, pad 0 (k = 1: the resnet skip; mma.sync only)
 //   transposed: 3x3, stride 2, no padding; four phase GEMMs (kernels/tc_tconv.h does it as one
 //               GEMM per tile on Hopper)
 // The filter comes packed [Cout, 3, 3, Cin] (input channels contiguous: the GEMM's k) for either
@@ -58,6 +58,9 @@ struct TcConvArgs {
   int N = 0, H = 0, W = 0;  // input size
   int Cin = 0, Cout = 0;
   bool transposed = false;
+  /// 3, or 1: the 1x1 convolution (forward, pad 0: the resnet skip), mma.sync only; its filter
+  /// [Cout, 1, 1, Cin] in the same packing (one tap).
+  int k = 3;
   const void* x = nullptr;      // [N, H, W, Cin] fp32 (fp16 for Operands::f16)
   const void* w_hi = nullptr;   // the filter [Cout, 3, 3, Cin]: its TF32 heads (tf32x3_pack_weights), or fp16
   const float* w_lo = nullptr;  // tf32x3: its tails, same layout

@@ -60,6 +60,7 @@ template <bool TR, int ESZ = 4>
 struct TcTile {
   static constexpr int kBM = 128, kBK = 128 / ESZ;  // kBK: channels per chunk
   int py, px, Wo, HWo, M, m0, n0, nx, cpt, cbeg, nchunks;
+  int taps;        // the packed filter's taps per output channel: 9, or 1 for the 1x1 convolution
   int per_split;   // split-K: chunks per split (the last may have fewer)
   float* partial;  // split-K: this split's fp32 partial output; null: the kernel writes y
   int apix[4];     // the sample's first input pixel n*H*W; the tap adds (y + dy) * W + (x + dx)
@@ -76,8 +77,9 @@ struct TcTile {
     M = a.N * HWo;
     m0 = blockIdx.x * kBM;
     n0 = blockIdx.y * BN;
-    const int ny = TR ? (py ? 1 : 2) : 3;
-    nx = TR ? (px ? 1 : 2) : 3;
+    const int ny = TR ? (py ? 1 : 2) : a.k;
+    nx = TR ? (px ? 1 : 2) : a.k;
+    taps = TR ? 9 : a.k * a.k;
     cpt = a.Cin / kBK;  // chunks per tap
     const int all_chunks = ny * nx * cpt;
     // split-K: this block sums chunks [cbeg, cbeg + nchunks) into its own partial output; folded
@@ -114,6 +116,7 @@ struct TcTile {
   __device__ ConvTap tap(int c, int& ci0) const {
     const int t = c / cpt;
     ci0 = (c - t * cpt) * kBK;
+    if (!TR && taps == 1) return ConvTap{0, 0, 0};  // 1x1: the pixel itself
     return conv_tap(TR, t, py, px, nx);
   }
   /// cp.async the activations of chunk c into As ([128 pixels][pitch 32-bit words]).

@@ -68,6 +68,7 @@ TcConvArgs tc_args(const ConvShape& s, ConvMath math, const ConvChoice& choice, 
   a.Cin = s.Cin;
   a.Cout = s.Cout;
   a.transposed = s.transposed;
+  a.k = s.k;
   a.x = x;
   a.y = y;
   a.operands = operands_of(math);
@@ -149,6 +150,7 @@ ConvChoice choose_conv(const ConvShape& one_image, ConvMath math, const DeviceCa
   s.N = 1;  // the shape of one image: nothing below depends on the batch
   const bool fp32 = math == ConvMath::fp32_strict;
   const bool implicit_gemm_shape = s.k == 3 && (s.transposed || s.pad == 1);
+  const bool pointwise = s.k == 1 && !s.transposed && s.pad == 0;  // the resnet skip's 1x1
   const bool data_ok = s.dtype == (math == ConvMath::fp16 ? DType::f16 : DType::f32);
   ConvChoice c;
   if (s.H != s.W) {
@@ -164,9 +166,10 @@ ConvChoice choose_conv(const ConvShape& one_image, ConvMath math, const DeviceCa
     }
     return c;
   }
-  c.wgmma = caps.wgmma && s.Cout % 64 == 0;
+  c.wgmma = caps.wgmma && s.Cout % 64 == 0 && !pointwise;  // the 1x1 runs on mma.sync only
   TcConvArgs probe = tc_args(s, math, c, caps, nullptr, nullptr);
-  const bool tc_ok = implicit_gemm_shape && data_ok && tc_conv_shape_ok(probe) && device_runs_tc(caps, probe.operands);
+  const bool tc_ok =
+      (implicit_gemm_shape || pointwise) && data_ok && tc_conv_shape_ok(probe) && device_runs_tc(caps, probe.operands);
   // the transposed conv as one GEMM per tile: wgmma on Hopper, else mma.sync (sm_80+, with the
   // shared memory of its shallowest pipeline) where a tile has at least 64 cells: below, most of
   // its 128 MMA rows idle and the four phase GEMMs of tc_conv, which pack several images' pixels

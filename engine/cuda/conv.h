@@ -76,8 +76,8 @@ struct ConvChoice {
 /// 7 x 7 and up); else tensor_core where the
 /// device runs it (sm_80+ with the kernel's shared memory per block; wgmma on Hopper where Cout %
 /// 64), 3x3, Cin a multiple of 32 (64 for fp16) and Cout of 32, split-K from a time estimate for
-/// one image; fp32_strict: then simt (3x3, Cin % 8, Cout % 32); then direct (every shape: the
-/// resnet skip's 1x1, odd channel counts). batch_invariant false: cuDNN first in tf32 and fp16
+/// one image (the resnet skip's 1x1, pad 0, too: mma.sync, one tap); fp32_strict: then simt (3x3,
+/// Cin % 8, Cout % 32); then direct (every shape: odd channel counts, the 1x1 elsewhere). batch_invariant false: cuDNN first in tf32 and fp16
 /// (the choice above as its fallback), in fp32 the choice above with split-K tuned to the batch,
 /// and cuDNN instead of the direct kernel.
 ConvChoice choose_conv(const ConvShape& one_image, ConvMath math, const DeviceCaps& caps, bool batch_invariant);

@@ -201,6 +201,16 @@ DeviceModel::DeviceModel(const Model& model, Precision precision, const DeviceCa
       std::vector<float> w = model.at(b.skip->name + ".weight").vec();  // [Cout, Cin, 1, 1] == KRSC
       for (float& v : w) v = v * b.skip->weight_gain;
       s.weight_off = ar.add(w, bd.dtype);
+      if (bd.recipe.skip.needs(ConvImpl::tensor_core)) {
+        if (bd.recipe.math == ConvMath::fp16) {
+          s.weight_hi_off = ar.add(w, DType::f16);
+        } else {
+          std::vector<float> hi(w.size()), lo(w.size());
+          tf32x3_split_weights(w.data(), w.size(), hi.data(), lo.data());
+          s.weight_hi_off = ar.add(hi);
+          if (bd.recipe.math == ConvMath::fp32_strict) s.weight_lo_off = ar.add(lo);
+        }
+      }
       bd.skip = s;
     }
     blocks_.push_back(std::move(bd));

@@ -52,6 +52,10 @@ struct TorgbLayer {
 struct SkipLayer {
   const LayerPlan* plan = nullptr;
   size_t weight_off = 0;  ///< [Cout, 1, 1, Cin] * weight_gain, in the block's dtype
+  /// Where the recipe runs the 1x1 on tensor_core: its filter in that kernel's packing (the same
+  /// [Cout, 1, 1, Cin]): fp16 weights, or TF32 heads (rounded to nearest) and, for fp32_strict,
+  /// the 3xTF32 tails; 0: none.
+  size_t weight_hi_off = 0, weight_lo_off = 0;
 };
 
 struct BlockData {

@@ -197,7 +197,12 @@ Executor::Executor(const DeviceModel& m, int N, cudnnHandle_t cudnn, const Devic
     };
     select(convs_[i].conv1.get(), act_a_.get(), bd.conv1.weight_off, act_b_.get(), &bd.conv1);
     if (bd.conv0) select(convs_[i].conv0.get(), act_a_.get(), bd.conv0->weight_off, act_b_.get(), &*bd.conv0);
-    if (bd.skip) select(convs_[i].skip.get(), skip_in_.get(), bd.skip->weight_off, act_b_.get());
+    if (bd.skip) {
+      if (bd.skip->weight_hi_off)
+        convs_[i].skip->set_packed_weights(m.at<char>(bd.skip->weight_hi_off),
+                                           bd.skip->weight_lo_off ? m.at(bd.skip->weight_lo_off) : nullptr);
+      select(convs_[i].skip.get(), skip_in_.get(), bd.skip->weight_off, act_b_.get());
+    }
   }
   if (workspace_used < workspace_.bytes()) {
     workspace_.release();

@@ -619,7 +619,11 @@ double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl imp
                     : math == cuda::ConvMath::tf32      ? Ops::tf32
                                                         : Ops::f16;
     std::vector<float> hi(size_t(wd.numel())), lo(size_t(wd.numel()));
-    if (ops == Ops::f16)
+    if (c.k == 1 && ops == Ops::f16)  // the 1x1: the device filter [Cout, 1, 1, Cin] is the packing
+      hi = wd.vec();
+    else if (c.k == 1)
+      cuda::tf32x3_split_weights(wd.data(), hi.size(), hi.data(), lo.data());
+    else if (ops == Ops::f16)
       cuda::tc_pack_weights(wd.data(), c.Cin, c.Cout, c.transposed, hi.data());
     else
       cuda::tf32x3_pack_weights(wd.data(), c.Cin, c.Cout, c.transposed, hi.data(), lo.data());
@@ -631,6 +635,7 @@ double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl imp
     a.Cin = c.Cin;
     a.Cout = c.Cout;
     a.transposed = c.transposed;
+    a.k = c.k;
     a.x = d_x.get();
     a.w_hi = d_hi.get();
     a.w_lo = ops == Ops::tf32x3 ? d_lo.as<float>() : nullptr;
@@ -651,7 +656,8 @@ double check_conv(const ConvCase& c, DType dt, cuda::ConvMath math, ConvImpl imp
     how = std::string(ops == Ops::tf32x3 ? "3xtf32"
                       : ops == Ops::tf32 ? "tf32"
                                          : "fp16") +
-          (a.impl == cuda::TcConvArgs::Impl::wgmma ? " wgmma" : " mma.sync") + (a.splits > 1 ? " split-k 8" : "");
+          (a.impl == cuda::TcConvArgs::Impl::wgmma ? " wgmma" : " mma.sync") + (a.splits > 1 ? " split-k 8" : "") +
+          (c.k == 1 ? " 1x1" : "");
   } else if (impl == ConvImpl::simt) {
     cuda::SimtConvArgs a;
     a.N = c.N;
@@ -760,11 +766,12 @@ TEST(GpuKernels, SimtFp32ConvMatchesReference) {
 
 // shapes the 3xTF32 kernel takes (Cin % 32, Cout % 32): partial tiles, both channel tilings,
 // several chunks per tap, odd sizes, phases of every size
-const ConvCase kTcCases[] = {{2, 16, 32, 32, 3, false}, {2, 16, 64, 32, 3, true},   {1, 32, 64, 64, 3, false},
-                             {1, 32, 64, 32, 3, true},  {3, 8, 96, 96, 3, false},   {5, 8, 32, 32, 3, true},
-                             {2, 4, 32, 64, 3, true},   {1, 4, 512, 128, 3, false}, {3, 64, 32, 32, 3, true},
-                             {3, 5, 32, 128, 3, true},  {2, 7, 64, 256, 3, false},  {1, 3, 96, 384, 3, true},
-                             {1, 13, 160, 96, 3, false}};
+const ConvCase kTcCases[] = {{2, 16, 32, 32, 3, false},  {2, 16, 64, 32, 3, true},   {1, 32, 64, 64, 3, false},
+                             {1, 32, 64, 32, 3, true},   {3, 8, 96, 96, 3, false},   {5, 8, 32, 32, 3, true},
+                             {2, 4, 32, 64, 3, true},    {1, 4, 512, 128, 3, false}, {3, 64, 32, 32, 3, true},
+                             {3, 5, 32, 128, 3, true},   {2, 7, 64, 256, 3, false},  {1, 3, 96, 384, 3, true},
+                             {1, 13, 160, 96, 3, false}, {2, 16, 64, 32, 1, false},  {3, 8, 128, 256, 1, false},
+                             {1, 13, 96, 64, 1, false},  {2, 32, 512, 512, 1, false}};
 
 /// The 3xTF32 kernel needs sm_80+ and 108 KiB of shared memory per block (not sm_86/sm_89).
 constexpr const char* kNoTf32x3 =
@@ -785,7 +792,7 @@ TEST(GpuKernels, TensorCoreConvMatchesReference) {
       const DType dt = f16 ? DType::f16 : DType::f32;
       check_conv(c, dt, math, ConvImpl::tc, seed += 2, Impl::mma);
       check_conv(c, dt, math, ConvImpl::tc_split8, seed += 2, Impl::mma);
-      if (wgmma && c.Cout % 64 == 0) {
+      if (wgmma && c.Cout % 64 == 0 && c.k == 3) {  // the 1x1 runs on mma.sync only
         check_conv(c, dt, math, ConvImpl::tc, seed += 2, Impl::wgmma);
         check_conv(c, dt, math, ConvImpl::tc_split8, seed += 2, Impl::wgmma);
       }

@@ -287,6 +287,12 @@ TEST(GpuKernels, ConvSelectionPerDevice) {
         s.transposed = false;
         s.H = s.W = 64;
         EXPECT_EQ(cuda::choose_conv(s, m, caps, true).impl, untiled) << where << " forward";
+        // the resnet skip's 1x1 (pad 0): tc_conv's mma.sync kernel with one tap, else the direct kernel
+        s.k = 1;
+        s.pad = 0;
+        const cuda::ConvChoice one = cuda::choose_conv(s, m, caps, true);
+        EXPECT_EQ(one.impl, runs_tc ? cuda::ConvImpl::tensor_core : cuda::ConvImpl::direct) << where << " 1x1";
+        EXPECT_FALSE(one.wgmma) << where << " 1x1";
       }
   }
   EXPECT_EQ(checked, 7 * 3 * 3 * 4);
