@@ -105,7 +105,14 @@ LayerResult bench_conv_layer(const BlockPlan& b, const LayerPlan& l, Precision p
   const DeviceBuffer d_w = upload(wd, dt);
   std::vector<float> hi(wd.size()), lo(wd.size()), tconv(wd.size());
   DeviceBuffer d_hi, d_lo, d_tconv;
-  if (K == 9) {
+  if (K == 1 && !sh.transposed) {  // the resnet skip's 1x1: the device filter [Cout, 1, 1, Cin] is the packing
+    if (math == ConvMath::fp16)
+      hi = wd;
+    else
+      cuda::tf32x3_split_weights(wd.data(), wd.size(), hi.data(), lo.data());
+    d_hi = upload(hi, dt);
+    d_lo = upload(lo, DType::f32);
+  } else if (K == 9) {
     if (math == ConvMath::fp16) {
       cuda::tc_pack_weights(wd.data(), sh.Cin, sh.Cout, sh.transposed, hi.data());
     } else {
@@ -152,18 +159,20 @@ LayerResult bench_conv_layer(const BlockPlan& b, const LayerPlan& l, Precision p
   tc_probe.Cin = sh.Cin;
   tc_probe.Cout = sh.Cout;
   tc_probe.transposed = sh.transposed;
+  tc_probe.k = sh.k;
   tc_probe.encode_tensor_map = caps.encode_tensor_map;
   struct TcVariant {
     cuda::TcConvArgs a;
     std::string name;
   };
   std::vector<TcVariant> tcv;
-  const bool tc_shape = K == 9 && cuda::tc_conv_shape_ok(tc_probe) && caps.cc_major >= 8;
+  const bool tc_shape = (K == 9 || K == 1) && cuda::tc_conv_shape_ok(tc_probe) && caps.cc_major >= 8;
   if (tc_shape) {
     for (auto impl : {cuda::TcConvArgs::Impl::wgmma, cuda::TcConvArgs::Impl::mma}) {
       cuda::TcConvArgs a = tc_probe;
       a.impl = impl;
-      if (impl == cuda::TcConvArgs::Impl::wgmma && (!caps.wgmma || cuda::tc_conv_block_channels(a, impl) == 0))
+      if (impl == cuda::TcConvArgs::Impl::wgmma &&
+          (!caps.wgmma || K == 1 || cuda::tc_conv_block_channels(a, impl) == 0))
         continue;
       if (impl == cuda::TcConvArgs::Impl::mma && cuda::tc_conv_smem_bytes(a) > caps.smem_per_block_optin) continue;
       cuda::TcConvArgs one = a;

@@ -8,7 +8,7 @@
 // cp.async pipeline (16-byte copies, zero fill outside the image), one barrier per chunk. Shared
 // rows are padded so that every fragment read hits 32 distinct banks:
 //   A  [128 pixels][kBK + 4]      (channels contiguous, as in NHWC)
-//   B  [BN channels][kBK + 4]     (packed filter [Cout, 3, 3, Cin]: input channels contiguous)
+//   B  [BN channels][kBK + 4]     (packed filter [Cout, k, k, Cin]: input channels contiguous)
 // The filter comes pre-split (its hi and lo parts, tf32x3_pack_weights); the activations are
 // split as their fragments are read. Per 32-deep chunk and m16n8 tile: d = 0; for each of its
 // four 8-deep steps d += lo(A) hi(B); d += hi(A) lo(B); d += hi(A) hi(B) on the tensor core; then

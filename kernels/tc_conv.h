@@ -6,7 +6,8 @@
 //   forward:    3x3, pad 1, stride 1, correlation; or 1x1, pad 0 (k = 1: the resnet skip; mma.sync only)
 //   transposed: 3x3, stride 2, no padding; four phase GEMMs (kernels/tc_tconv.h does it as one
 //               GEMM per tile on Hopper)
-// The filter comes packed [Cout, 3, 3, Cin] (input channels contiguous: the GEMM's k) for either
+// The filter comes packed [Cout, 3, 3, Cin] ([Cout, 1, 1, Cin] for the 1x1: the device filter as it is;
+// input channels contiguous: the GEMM's k) for either
 // kind: 3xTF32 its TF32 heads and tails (tf32x3_pack_weights), tf32 the heads, fp16 the weights.
 //
 // Two implementations behind one entry point (tc_conv):
@@ -62,7 +63,7 @@ struct TcConvArgs {
   /// [Cout, 1, 1, Cin] in the same packing (one tap).
   int k = 3;
   const void* x = nullptr;      // [N, H, W, Cin] fp32 (fp16 for Operands::f16)
-  const void* w_hi = nullptr;   // the filter [Cout, 3, 3, Cin]: its TF32 heads (tf32x3_pack_weights), or fp16
+  const void* w_hi = nullptr;   // the filter [Cout, k, k, Cin]: its TF32 heads (tf32x3_pack_weights), or fp16
   const float* w_lo = nullptr;  // tf32x3: its tails, same layout
   void* y = nullptr;            // forward [N, H, W, Cout]; transposed [N, 2H + 1, 2W + 1, Cout]; fp32 (fp16 for f16)
   int splits = 1;               // split-K: > 1 sums `splits` partial outputs (in order) into y

@@ -112,7 +112,7 @@ struct TcTile {
       }
     }
   }
-  /// Chunk c's filter tap (index into the packed filter's 9) and first input channel.
+  /// Chunk c's filter tap (index into the packed filter's taps: 9, or 1) and first input channel.
   __device__ ConvTap tap(int c, int& ci0) const {
     const int t = c / cpt;
     ci0 = (c - t * cpt) * kBK;

@@ -77,8 +77,8 @@ struct ConvChoice {
 /// device runs it (sm_80+ with the kernel's shared memory per block; wgmma on Hopper where Cout %
 /// 64), 3x3, Cin a multiple of 32 (64 for fp16) and Cout of 32, split-K from a time estimate for
 /// one image (the resnet skip's 1x1, pad 0, too: mma.sync, one tap); fp32_strict: then simt (3x3,
-/// Cin % 8, Cout % 32); then direct (every shape: odd channel counts, the 1x1 elsewhere). batch_invariant false: cuDNN first in tf32 and fp16
-/// (the choice above as its fallback), in fp32 the choice above with split-K tuned to the batch,
+/// Cin % 8, Cout % 32); then direct (every shape: odd channel counts, the 1x1 elsewhere). batch_invariant false: cuDNN
+/// first in tf32 and fp16 (the choice above as its fallback), in fp32 the choice above with split-K tuned to the batch,
 /// and cuDNN instead of the direct kernel.
 ConvChoice choose_conv(const ConvShape& one_image, ConvMath math, const DeviceCaps& caps, bool batch_invariant);
 
@@ -102,7 +102,7 @@ class Conv {
   size_t workspace() const;
   /// y = conv(x, w). x, y: NHWC; w: KRSC (forward [Cout,k,k,Cin], transposed [Cin,k,k,Cout]).
   void run(const void* x, const void* w, void* y, void* workspace, size_t workspace_bytes, cudaStream_t stream) const;
-  /// The filter in the tensor-core kernel's layout, packed [Cout, 3, 3, Cin]: fp32_strict its TF32
+  /// The filter in the tensor-core kernel's layout, packed [Cout, k, k, Cin]: fp32_strict its TF32
   /// hi and lo parts (tf32x3_pack_weights), tf32 the hi part alone, fp16 the fp16 weights (w_lo
   /// null). Call before select().
   void set_packed_weights(const void* w_hi, const float* w_lo) {

@@ -808,19 +808,22 @@ TEST(GpuKernels, TensorCoreConvIsBatchInvariant) {
   if (!tf32x3_runs_here(32, 64)) GTEST_SKIP() << kNoTf32x3;
   using Ops = cuda::TcConvArgs::Operands;
   using Impl = cuda::TcConvArgs::Impl;
-  const ConvCase cases[] = {
-      {5, 8, 128, 128, 3, false}, {5, 8, 128, 64, 3, true}, {5, 13, 64, 128, 3, false}, {5, 4, 512, 128, 3, true}};
+  const ConvCase cases[] = {{5, 8, 128, 128, 3, false},
+                            {5, 8, 128, 64, 3, true},
+                            {5, 13, 64, 128, 3, false},
+                            {5, 4, 512, 128, 3, true},
+                            {5, 16, 128, 64, 1, false}};
   int checked = 0;
   for (const ConvCase& c : cases)
     for (Ops ops : {Ops::tf32x3, Ops::tf32, Ops::f16})
       for (Impl impl : {Impl::mma, Impl::wgmma})
         for (int splits : {1, 4}) {
-          if (impl == Impl::wgmma && (!gpu_caps().wgmma || c.Cout % 64 != 0)) continue;
+          if (impl == Impl::wgmma && (!gpu_caps().wgmma || c.Cout % 64 != 0 || c.k == 1)) continue;
           const size_t esz = ops == Ops::f16 ? 2 : 4;
           const int OH = c.transposed ? 2 * c.H + 1 : c.H;
           const size_t x_per = size_t(c.H) * c.H * c.Cin, y_per = size_t(OH) * OH * c.Cout;
           const Tensor x = randn({int64_t(c.N * x_per)}, 4000 + checked),
-                       w = randn({int64_t(9) * c.Cin * c.Cout}, 17, 0.05f);
+                       w = randn({int64_t(c.k) * c.k * c.Cin * c.Cout}, 17, 0.05f);
           const DType dt = ops == Ops::f16 ? DType::f16 : DType::f32;
           std::vector<float> hi(size_t(w.numel())), lo(size_t(w.numel()));
           cuda::tf32x3_split_weights(w.data(), size_t(w.numel()), hi.data(), lo.data());
@@ -837,6 +840,7 @@ TEST(GpuKernels, TensorCoreConvIsBatchInvariant) {
             a.Cin = c.Cin;
             a.Cout = c.Cout;
             a.transposed = c.transposed;
+            a.k = c.k;
             a.x = static_cast<const char*>(d_x.get()) + size_t(first) * x_per * esz;
             a.w_hi = d_hi.get();
             a.w_lo = ops == Ops::tf32x3 ? d_lo.as<float>() : nullptr;
