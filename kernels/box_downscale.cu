@@ -3,6 +3,7 @@
 
 #include "kernels/box_downscale.h"
 #include "kernels/cuda_check.h"
+#include "kernels/pdl.cuh"
 
 namespace sg2::cuda {
 
@@ -11,6 +12,7 @@ namespace {
 /// One thread per output value (pixel x channel): f*f bytes summed as integers, rounded half up.
 __global__ void box_downscale_kernel(const uint8_t* __restrict__ in, int H, int W, int C, int f, int64_t total,
                                      uint8_t* __restrict__ out) {
+  dev::pdl_begin();
   const int h = H / f, w = W / f;
   const uint32_t area = uint32_t(f) * uint32_t(f), half = area / 2;
   for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < total; p += int64_t(gridDim.x) * blockDim.x) {
@@ -40,7 +42,7 @@ void box_downscale_u8(const uint8_t* in, int N, int H, int W, int C, int f, uint
   }
   const int threads = 256;
   const int blocks = static_cast<int>(std::min<int64_t>((total + threads - 1) / threads, 65535));
-  box_downscale_kernel<<<blocks, threads, 0, stream>>>(in, H, W, C, f, total, out);
+  dev::launch("box_downscale_kernel", box_downscale_kernel, blocks, threads, 0, stream, in, H, W, C, f, total, out);
   SG2_LAUNCH_CHECK("box_downscale_kernel");
 }
 

@@ -4,6 +4,7 @@
 #include "kernels/common.cuh"
 #include "kernels/conv2d.h"
 #include "kernels/cuda_check.h"
+#include "kernels/pdl.cuh"
 
 namespace sg2::cuda {
 
@@ -11,6 +12,7 @@ namespace {
 
 template <typename T>
 __global__ void conv2d_direct_kernel(Conv2dArgs a, int OH, int OW) {
+  dev::pdl_begin();
   const T* x = static_cast<const T*>(a.x);
   const T* w = static_cast<const T*>(a.w);
   T* y = static_cast<T*>(a.y);
@@ -67,9 +69,9 @@ void conv2d_direct(const Conv2dArgs& a, cudaStream_t stream) {
   if (total <= 0) return;
   const int blocks = static_cast<int>(std::min<int64_t>((total + 255) / 256, 65535));
   if (a.dtype == DType::f16)
-    conv2d_direct_kernel<__half><<<blocks, 256, 0, stream>>>(a, OH, OW);
+    dev::launch("conv2d_direct_kernel", conv2d_direct_kernel<__half>, blocks, 256, 0, stream, a, OH, OW);
   else
-    conv2d_direct_kernel<float><<<blocks, 256, 0, stream>>>(a, OH, OW);
+    dev::launch("conv2d_direct_kernel", conv2d_direct_kernel<float>, blocks, 256, 0, stream, a, OH, OW);
   SG2_LAUNCH_CHECK("conv2d_direct_kernel");
 }
 

@@ -11,6 +11,7 @@
 #include "kernels/conv2d_simt.h"
 #include "kernels/conv_taps.cuh"
 #include "kernels/cuda_check.h"
+#include "kernels/pdl.cuh"
 
 namespace sg2::cuda {
 
@@ -20,6 +21,7 @@ constexpr int kBM = 128, kBK = 8, kThreads = 256;
 
 template <int BN, int TM>
 __global__ void __launch_bounds__(kThreads) conv_simt_kernel(SimtConvArgs a) {
+  dev::pdl_begin();
   constexpr int TN = 4;
   constexpr int TX = BN / TN;        // threads along the channels
   constexpr int TY = kThreads / TX;  // threads along the pixels
@@ -164,9 +166,9 @@ void conv2d_simt(const SimtConvArgs& a, cudaStream_t stream) {
   const bool wide = a.Cout % 64 == 0;
   const dim3 grid(static_cast<unsigned>((M + kBM - 1) / kBM), a.Cout / (wide ? 64 : 32), a.transposed ? 4 : 1);
   if (wide)
-    conv_simt_kernel<64, 8><<<grid, kThreads, 0, stream>>>(a);
+    dev::launch("conv_simt_kernel", conv_simt_kernel<64, 8>, grid, kThreads, 0, stream, a);
   else
-    conv_simt_kernel<32, 4><<<grid, kThreads, 0, stream>>>(a);
+    dev::launch("conv_simt_kernel", conv_simt_kernel<32, 4>, grid, kThreads, 0, stream, a);
   SG2_LAUNCH_CHECK("conv_simt_kernel");
 }
 

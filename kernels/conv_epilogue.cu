@@ -13,6 +13,7 @@
 #include "kernels/common.cuh"
 #include "kernels/conv_epilogue.h"
 #include "kernels/cuda_check.h"
+#include "kernels/pdl.cuh"
 #include "kernels/skip_image.cuh"
 
 namespace sg2::cuda {
@@ -44,6 +45,7 @@ __device__ __forceinline__ void store_vec(T* p, const float (&v)[V]) {
 
 template <typename Tin, typename Tout, int V>
 __global__ void __launch_bounds__(kThreads) conv_epilogue_kernel(EpilogueArgs a, int G, int log2w) {
+  dev::pdl_begin();
   const int lane = threadIdx.x % 32;
   const int lig = lane % G;  // lane in group
   const int ppw = 32 / G;    // pixels per warp step
@@ -163,6 +165,7 @@ constexpr int kPairs = 2;
 
 template <typename Tin, typename Tout, int KR>
 __global__ void __launch_bounds__(kThreads, 4) conv_epilogue_tab_kernel(EpilogueArgs a, int G, int log2w) {
+  dev::pdl_begin();
   extern __shared__ float tab[];  // [dcoefs C][bias C][out_scale C][rgb KR x C][filter 16]
   const int C = a.C;
   const int n = blockIdx.y;
@@ -340,25 +343,30 @@ void launch(const EpilogueArgs& a, int log2w, cudaStream_t stream) {
   if (vec && chunks <= G && a.img_channels <= kMaxRgb && tab <= 48 * 1024 && a.shared_tables) {
     switch (a.img_channels) {
       case 0:
-        conv_epilogue_tab_kernel<Tin, Tout, 0><<<grid, kThreads, tab, stream>>>(a, G, log2w);
+        dev::launch("conv_epilogue_tab_kernel", conv_epilogue_tab_kernel<Tin, Tout, 0>, grid, kThreads, tab, stream, a,
+                    G, log2w);
         break;
       case 1:
-        conv_epilogue_tab_kernel<Tin, Tout, 1><<<grid, kThreads, tab, stream>>>(a, G, log2w);
+        dev::launch("conv_epilogue_tab_kernel", conv_epilogue_tab_kernel<Tin, Tout, 1>, grid, kThreads, tab, stream, a,
+                    G, log2w);
         break;
       case 2:
-        conv_epilogue_tab_kernel<Tin, Tout, 2><<<grid, kThreads, tab, stream>>>(a, G, log2w);
+        dev::launch("conv_epilogue_tab_kernel", conv_epilogue_tab_kernel<Tin, Tout, 2>, grid, kThreads, tab, stream, a,
+                    G, log2w);
         break;
       case 3:
-        conv_epilogue_tab_kernel<Tin, Tout, 3><<<grid, kThreads, tab, stream>>>(a, G, log2w);
+        dev::launch("conv_epilogue_tab_kernel", conv_epilogue_tab_kernel<Tin, Tout, 3>, grid, kThreads, tab, stream, a,
+                    G, log2w);
         break;
       default:
-        conv_epilogue_tab_kernel<Tin, Tout, 4><<<grid, kThreads, tab, stream>>>(a, G, log2w);
+        dev::launch("conv_epilogue_tab_kernel", conv_epilogue_tab_kernel<Tin, Tout, 4>, grid, kThreads, tab, stream, a,
+                    G, log2w);
         break;
     }
   } else if (vec) {
-    conv_epilogue_kernel<Tin, Tout, 8><<<grid, kThreads, 0, stream>>>(a, G, log2w);
+    dev::launch("conv_epilogue_kernel", conv_epilogue_kernel<Tin, Tout, 8>, grid, kThreads, 0, stream, a, G, log2w);
   } else {
-    conv_epilogue_kernel<Tin, Tout, 1><<<grid, kThreads, 0, stream>>>(a, G, log2w);
+    dev::launch("conv_epilogue_kernel", conv_epilogue_kernel<Tin, Tout, 1>, grid, kThreads, 0, stream, a, G, log2w);
   }
   SG2_LAUNCH_CHECK("conv_epilogue_kernel");
 }

@@ -2,6 +2,7 @@
 #include "kernels/common.cuh"
 #include "kernels/cuda_check.h"
 #include "kernels/demodulate.h"
+#include "kernels/pdl.cuh"
 
 namespace sg2::cuda {
 
@@ -12,6 +13,7 @@ constexpr int kSamples = 8;
 
 // One block per (layer, sample): max|s| and the scaled styles.
 __global__ void style_scale_kernel(DemodArgs a) {
+  dev::pdl_begin();
   const int l = blockIdx.x, n = blockIdx.y;
   const DemodLayer L = a.layers[l];
   const float* s = a.s + static_cast<int64_t>(n) * a.s_stride + L.s_offset;
@@ -39,6 +41,7 @@ __global__ void style_scale_kernel(DemodArgs a) {
 
 // One warp per output column o, kSamples samples per block.
 __global__ void dcoefs_kernel(DemodArgs a) {
+  dev::pdl_begin();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int o = blockIdx.x * kWarps + warp;
   const int n0 = blockIdx.y * kSamples;
@@ -77,10 +80,10 @@ __global__ void dcoefs_kernel(DemodArgs a) {
 
 void demodulate(const DemodArgs& a, cudaStream_t stream) {
   if (a.N <= 0 || a.num_layers <= 0) return;
-  style_scale_kernel<<<dim3(a.num_layers, a.N), 256, 0, stream>>>(a);
+  dev::launch("style_scale_kernel", style_scale_kernel, dim3(a.num_layers, a.N), 256, 0, stream, a);
   SG2_LAUNCH_CHECK("style_scale_kernel");
   const dim3 grid((a.total_out + kWarps - 1) / kWarps, (a.N + kSamples - 1) / kSamples);
-  dcoefs_kernel<<<grid, kWarps * 32, 0, stream>>>(a);
+  dev::launch("dcoefs_kernel", dcoefs_kernel, grid, kWarps * 32, 0, stream, a);
   SG2_LAUNCH_CHECK("dcoefs_kernel");
 }
 

@@ -4,6 +4,7 @@
 #include "kernels/common.cuh"
 #include "kernels/cuda_check.h"
 #include "kernels/fully_connected.h"
+#include "kernels/pdl.cuh"
 
 namespace sg2::cuda {
 
@@ -13,6 +14,7 @@ constexpr int kFcWarps = 8;    // outputs per block (one warp each)
 constexpr int kFcSamples = 8;  // samples per block
 
 __global__ void fully_connected_kernel(FcArgs a) {
+  dev::pdl_begin();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int j = blockIdx.x * kFcWarps + warp;
   const int n0 = blockIdx.y * kFcSamples;
@@ -60,6 +62,7 @@ __global__ void fully_connected_kernel(FcArgs a) {
 }
 
 __global__ void normalize_kernel(const float* x, int F, float* y, int y_stride, int y_offset, float eps) {
+  dev::pdl_begin();
   const int n = blockIdx.x;
   const float* xr = x + static_cast<int64_t>(n) * F;
   __shared__ double partial[32];
@@ -85,6 +88,7 @@ __global__ void normalize_kernel(const float* x, int F, float* y, int y_stride, 
 
 __global__ void truncate_kernel(const float* w, const float* w_avg, int N, int R, int D, float psi, int cutoff,
                                 float* ws) {
+  dev::pdl_begin();
   const int64_t total = static_cast<int64_t>(N) * R * D;
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -107,14 +111,14 @@ __global__ void truncate_kernel(const float* w, const float* w_avg, int N, int R
 void fully_connected(const FcArgs& a, cudaStream_t stream) {
   if (a.N <= 0 || a.out_features <= 0) return;
   const dim3 grid((a.out_features + kFcWarps - 1) / kFcWarps, (a.N + kFcSamples - 1) / kFcSamples);
-  fully_connected_kernel<<<grid, kFcWarps * 32, 0, stream>>>(a);
+  dev::launch("fully_connected_kernel", fully_connected_kernel, grid, kFcWarps * 32, 0, stream, a);
   SG2_LAUNCH_CHECK("fully_connected_kernel");
 }
 
 void normalize_2nd_moment(const float* x, int N, int features, float* y, int y_stride, int y_offset, float eps,
                           cudaStream_t stream) {
   if (N <= 0) return;
-  normalize_kernel<<<N, 256, 0, stream>>>(x, features, y, y_stride, y_offset, eps);
+  dev::launch("normalize_kernel", normalize_kernel, N, 256, 0, stream, x, features, y, y_stride, y_offset, eps);
   SG2_LAUNCH_CHECK("normalize_kernel");
 }
 
@@ -123,7 +127,7 @@ void truncate_broadcast(const float* w, const float* w_avg, int N, int num_ws, i
   const int64_t total = static_cast<int64_t>(N) * num_ws * w_dim;
   if (total <= 0) return;
   const int blocks = static_cast<int>(std::min<int64_t>((total + 255) / 256, 4096));
-  truncate_kernel<<<blocks, 256, 0, stream>>>(w, w_avg, N, num_ws, w_dim, psi, cutoff, ws);
+  dev::launch("truncate_kernel", truncate_kernel, blocks, 256, 0, stream, w, w_avg, N, num_ws, w_dim, psi, cutoff, ws);
   SG2_LAUNCH_CHECK("truncate_kernel");
 }
 

@@ -24,6 +24,7 @@
 #include "kernels/common.cuh"
 #include "kernels/cuda_check.h"
 #include "kernels/fused_conv_f16.h"
+#include "kernels/pdl.cuh"
 #include "kernels/skip_image.cuh"
 #include "kernels/tc_conv_device.cuh"
 
@@ -81,6 +82,7 @@ template <int C, int KR>
 __global__ void __launch_bounds__(FusedCfg<C>::kThreads, C == 32 ? 2 : 1)
     fused_conv_f16_kernel(const __half* __restrict__ x, const __half* __restrict__ w, EpilogueArgs e, int tiles_x,
                           int tiles_per_sample, int ntiles) {
+  dev::pdl_begin();
   using F = FusedCfg<C>;
   constexpr int P = F::kPitch, R = F::kRows, kThreads = F::kThreads, CG = C / F::kGroups, NT = CG / 8;
   static_assert(kThreads >= kT * kT, "one noise value per thread and tile");
@@ -388,8 +390,8 @@ void launch_k(const void* x, const void* w, const EpilogueArgs& e, cudaStream_t 
   // persistent blocks: as many as the device's SMs hold (e.num_sms from the engine), else one per tile
   const int64_t resident = e.num_sms > 0 ? int64_t(std::max(per_sm, 1)) * e.num_sms : ntiles;
   const int blocks = static_cast<int>(std::min<int64_t>(ntiles, resident));
-  k<<<blocks, kThreads, smem, stream>>>(static_cast<const __half*>(x), static_cast<const __half*>(w), e, tiles_x,
-                                        tiles_per_sample, static_cast<int>(ntiles));
+  dev::launch("fused_conv_f16_kernel", k, blocks, kThreads, smem, stream, static_cast<const __half*>(x),
+              static_cast<const __half*>(w), e, tiles_x, tiles_per_sample, static_cast<int>(ntiles));
 }
 
 template <int C>

@@ -4,6 +4,7 @@
 #include "kernels/common.cuh"
 #include "kernels/cuda_check.h"
 #include "kernels/modulate.h"
+#include "kernels/pdl.cuh"
 
 namespace sg2::cuda {
 
@@ -12,6 +13,7 @@ namespace {
 template <typename T>
 __global__ void modulate_const_kernel(const float* k, int C, int H, int W, const float* s, int s_stride, int N,
                                       T* out) {
+  dev::pdl_begin();
   const int64_t total = static_cast<int64_t>(N) * H * W * C;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -31,11 +33,11 @@ void modulate_const(const float* const_, int C, int H, int W, const float* s_in,
   if (total <= 0) return;
   const int blocks = static_cast<int>(std::min<int64_t>((total + 255) / 256, 4096));
   if (out_dtype == DType::f16)
-    modulate_const_kernel<__half>
-        <<<blocks, 256, 0, stream>>>(const_, C, H, W, s_in, s_stride, N, static_cast<__half*>(out));
+    dev::launch("modulate_const_kernel", modulate_const_kernel<__half>, blocks, 256, 0, stream, const_, C, H, W, s_in,
+                s_stride, N, static_cast<__half*>(out));
   else
-    modulate_const_kernel<float>
-        <<<blocks, 256, 0, stream>>>(const_, C, H, W, s_in, s_stride, N, static_cast<float*>(out));
+    dev::launch("modulate_const_kernel", modulate_const_kernel<float>, blocks, 256, 0, stream, const_, C, H, W, s_in,
+                s_stride, N, static_cast<float*>(out));
   SG2_LAUNCH_CHECK("modulate_const_kernel");
 }
 

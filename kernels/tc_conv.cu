@@ -24,6 +24,7 @@
 
 #include "kernels/conv_taps.cuh"
 #include "kernels/cuda_check.h"
+#include "kernels/pdl.cuh"
 #include "kernels/tc_conv.h"
 #include "kernels/tc_conv_device.cuh"
 #include "kernels/tc_conv_sm90.h"
@@ -68,6 +69,7 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], 
 // in 100 KiB; tc_conv_choose_splits still assumes two, which affects speed only).
 template <int BN, bool TR, Ops OPS>
 __global__ void __launch_bounds__(kThreads, 2) tc_conv_mma_kernel(TcConvArgs a) {
+  dev::pdl_begin();
   constexpr int kStages = kLaunchStages;
   constexpr bool kChain = OPS != Ops::tf32x3;  // one tensor-core sum over the whole k
   using S = Smem<BN, OPS>;
@@ -199,6 +201,7 @@ __global__ void __launch_bounds__(kThreads, 2) tc_conv_mma_kernel(TcConvArgs a) 
 /// fp32 or (F16) fp16.
 template <bool F16>
 __global__ void split_k_sum_kernel(const float4* partial, int64_t n4, int splits, void* y) {
+  dev::pdl_begin();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n4; i += int64_t(gridDim.x) * blockDim.x) {
     // from zero, in split order: the folded launch (TcConvArgs::fold_splits) adds the same way
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -232,7 +235,7 @@ void launch_v(const TcConvArgs& a, dim3 grid, cudaStream_t stream) {
   auto* k = a.transposed ? tc_conv_mma_kernel<BN, true, OPS> : tc_conv_mma_kernel<BN, false, OPS>;
   // opt in to more than 48 KiB of dynamic shared memory (a host-side setting; cheap)
   SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-  k<<<grid, kThreads, bytes, stream>>>(a);
+  dev::launch("tc_conv_mma_kernel", k, grid, kThreads, bytes, stream, a);
 }
 
 template <int BN>
@@ -367,11 +370,11 @@ void tc_conv(const TcConvArgs& args, cudaStream_t stream) {
     const int64_t n4 = out_elems(a) / 4;
     const int blocks = static_cast<int>(std::min<int64_t>((n4 + 255) / 256, 1024));
     if (a.operands == TcConvArgs::Operands::f16)
-      split_k_sum_kernel<true>
-          <<<blocks, 256, 0, stream>>>(reinterpret_cast<const float4*>(a.partial), n4, a.splits, a.y);
+      dev::launch("split_k_sum_kernel", split_k_sum_kernel<true>, blocks, 256, 0, stream,
+                  reinterpret_cast<const float4*>(a.partial), n4, a.splits, a.y);
     else
-      split_k_sum_kernel<false>
-          <<<blocks, 256, 0, stream>>>(reinterpret_cast<const float4*>(a.partial), n4, a.splits, a.y);
+      dev::launch("split_k_sum_kernel", split_k_sum_kernel<false>, blocks, 256, 0, stream,
+                  reinterpret_cast<const float4*>(a.partial), n4, a.splits, a.y);
     SG2_LAUNCH_CHECK("split_k_sum_kernel");
   }
 }

@@ -31,6 +31,7 @@
 #include <type_traits>
 
 #include "kernels/cuda_check.h"
+#include "kernels/pdl.cuh"
 #include "kernels/sm90_ops.cuh"
 #include "kernels/tc_conv_device.cuh"
 #include "kernels/tc_conv_sm90.h"
@@ -113,6 +114,7 @@ template <int BN, bool TR, bool TA, Ops OPS, bool FOLD>
 __global__ void __launch_bounds__(kThreads, 1)
     tc_conv_wgmma_kernel(TcConvArgs a, const __grid_constant__ CUtensorMap map_hi,
                          const __grid_constant__ CUtensorMap map_lo, const __grid_constant__ CUtensorMap map_x) {
+  dev::pdl_begin();
   static_assert(!(TR && TA), "activation boxes: forward convolutions only");
 #ifdef SG2_HAVE_WGMMA
   using C = WgCfg<BN, OPS>;
@@ -359,6 +361,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 /// Writes 1 where this kernel image was compiled with the wgmma instructions.
 __global__ void wgmma_probe_kernel(int* out) {
+  dev::pdl_begin();
 #ifdef SG2_HAVE_WGMMA
   *out = 1;
 #else
@@ -431,7 +434,7 @@ void launch_t(const TcConvArgs& a, dim3 grid, const CUtensorMap& map_x, cudaStre
   SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(WgCfg<BN, OPS>::kSmem)));
   const CUtensorMap hi = filter_map(a, a.w_hi, BN);
   const CUtensorMap lo = OPS == Ops::tf32x3 ? filter_map(a, a.w_lo, BN) : CUtensorMap{};
-  k<<<grid, kThreads, WgCfg<BN, OPS>::kSmem, stream>>>(a, hi, lo, map_x);
+  dev::launch("tc_conv_wgmma_kernel", k, grid, kThreads, WgCfg<BN, OPS>::kSmem, stream, a, hi, lo, map_x);
 }
 
 template <int BN, Ops OPS>

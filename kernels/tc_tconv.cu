@@ -25,6 +25,7 @@
 #include <cstdint>
 
 #include "kernels/cuda_check.h"
+#include "kernels/pdl.cuh"
 #include "kernels/tc_conv_device.cuh"
 #include "kernels/tc_tconv.h"
 #include "kernels/tc_tconv_impl.cuh"
@@ -73,6 +74,7 @@ __host__ __device__ constexpr uint32_t swz64(int row, int piece) {
 
 template <int BNC, Ops OPS, int S>
 __global__ void __launch_bounds__(kThreads, 1) tc_tconv_mma_kernel(TcTconvArgs a, TconvGeom gm) {
+  dev::pdl_begin();
   using C = MmaCfg<BNC>;
   constexpr bool F16 = OPS == Ops::f16;
   constexpr int ESZ = F16 ? 2 : 4;
@@ -249,7 +251,7 @@ void launch_mma_s(const TcTconvArgs& a, const TconvGeom& g, cudaStream_t stream)
   const size_t bytes = MmaCfg<BNC>::smem(S);
   SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
   const int grid = std::max(1, std::min(g.items, a.num_sms));
-  k<<<grid, kThreads, bytes, stream>>>(a, g);
+  dev::launch("tc_tconv_mma_kernel", k, grid, kThreads, bytes, stream, a, g);
 }
 
 template <int BNC, Ops OPS>

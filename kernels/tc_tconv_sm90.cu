@@ -32,6 +32,7 @@
 #include <cstring>
 
 #include "kernels/cuda_check.h"
+#include "kernels/pdl.cuh"
 #include "kernels/sm90_ops.cuh"
 #include "kernels/tc_tconv.h"
 #include "kernels/tc_tconv_impl.cuh"
@@ -273,6 +274,7 @@ template <int BNC, Ops OPS>
 __global__ void __launch_bounds__(kThreads, 1)
     tc_tconv_kernel(TcTconvArgs a, Geom gm, const __grid_constant__ CUtensorMap map_x,
                     const __grid_constant__ CUtensorMap map_w) {
+  dev::pdl_begin();
 #ifdef SG2_HAVE_WGMMA
   using C = Cfg<BNC>;
   constexpr int S = C::kStages;
@@ -358,7 +360,7 @@ void launch(const TcTconvArgs& a, const Geom& g, cudaStream_t stream) {
   auto* k = tc_tconv_kernel<BNC, OPS>;
   SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Cfg<BNC>::kSmem)));
   const int grid = std::max(1, std::min(g.items, a.num_sms));
-  k<<<grid, kThreads, Cfg<BNC>::kSmem, stream>>>(a, g, mx, mw);
+  dev::launch("tc_tconv_kernel", k, grid, kThreads, Cfg<BNC>::kSmem, stream, a, g, mx, mw);
 }
 
 }  // namespace

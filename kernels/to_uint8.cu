@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "kernels/cuda_check.h"
+#include "kernels/pdl.cuh"
 #include "kernels/to_uint8.h"
 
 namespace sg2::cuda {
@@ -18,6 +19,7 @@ __device__ __forceinline__ uint8_t to_u8(float x) {
 /// One thread per pixel: C planes read (coalesced along the plane), C bytes written.
 template <int C>
 __global__ void to_uint8_kernel(const float* __restrict__ img, int64_t HW, int64_t total, uint8_t* __restrict__ out) {
+  dev::pdl_begin();
   for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < total; p += int64_t(gridDim.x) * blockDim.x) {
     const int64_t n = p / HW, i = p - n * HW;
     const float* src = img + n * C * HW + i;
@@ -29,6 +31,7 @@ __global__ void to_uint8_kernel(const float* __restrict__ img, int64_t HW, int64
 
 __global__ void to_uint8_any_kernel(const float* __restrict__ img, int C, int64_t HW, int64_t total,
                                     uint8_t* __restrict__ out) {
+  dev::pdl_begin();
   for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < total; p += int64_t(gridDim.x) * blockDim.x) {
     const int64_t n = p / HW, i = p - n * HW;
     for (int c = 0; c < C; ++c) out[p * C + c] = to_u8(img[(n * C + c) * HW + i]);
@@ -44,19 +47,19 @@ void images_to_uint8(const float* img, int N, int C, int H, int W, uint8_t* out,
   const int blocks = static_cast<int>(std::min<int64_t>((total + threads - 1) / threads, 65535));
   switch (C) {
     case 1:
-      to_uint8_kernel<1><<<blocks, threads, 0, stream>>>(img, HW, total, out);
+      dev::launch("to_uint8_kernel", to_uint8_kernel<1>, blocks, threads, 0, stream, img, HW, total, out);
       break;
     case 2:
-      to_uint8_kernel<2><<<blocks, threads, 0, stream>>>(img, HW, total, out);
+      dev::launch("to_uint8_kernel", to_uint8_kernel<2>, blocks, threads, 0, stream, img, HW, total, out);
       break;
     case 3:
-      to_uint8_kernel<3><<<blocks, threads, 0, stream>>>(img, HW, total, out);
+      dev::launch("to_uint8_kernel", to_uint8_kernel<3>, blocks, threads, 0, stream, img, HW, total, out);
       break;
     case 4:
-      to_uint8_kernel<4><<<blocks, threads, 0, stream>>>(img, HW, total, out);
+      dev::launch("to_uint8_kernel", to_uint8_kernel<4>, blocks, threads, 0, stream, img, HW, total, out);
       break;
     default:
-      to_uint8_any_kernel<<<blocks, threads, 0, stream>>>(img, C, HW, total, out);
+      dev::launch("to_uint8_any_kernel", to_uint8_any_kernel, blocks, threads, 0, stream, img, C, HW, total, out);
       break;
   }
   SG2_LAUNCH_CHECK("to_uint8_kernel");

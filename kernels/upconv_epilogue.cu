@@ -11,6 +11,7 @@
 
 #include "kernels/common.cuh"
 #include "kernels/cuda_check.h"
+#include "kernels/pdl.cuh"
 #include "kernels/tc_conv_device.cuh"
 #include "kernels/upconv_epilogue.h"
 
@@ -149,6 +150,7 @@ __device__ __forceinline__ void stage_window_vec(const UpEpilogueArgs& a, const 
 
 template <typename Tin, typename Tout, int F, bool VEC>
 __global__ void __launch_bounds__(kThreads) upconv_epilogue_kernel(UpEpilogueArgs a) {
+  dev::pdl_begin();
   extern __shared__ float4 S4[];
   float* S = reinterpret_cast<float*>(S4);
   const int f = F > 0 ? F : a.fsize;
@@ -277,6 +279,7 @@ __device__ __forceinline__ void store4(__half* p, const float (&v)[4]) {
 template <typename Tin, typename Tout, int TY>
 __global__ void __launch_bounds__(kSepThreads)
     upconv_epilogue_sep_kernel(UpEpilogueArgs a, int tiles_x, int tiles_y, int cblocks) {
+  dev::pdl_begin();
   using Cfg = SepCfg<Tin, TY>;
   constexpr int F = 4, SR = Cfg::kRows, SC = kSepX + F - 1;
   constexpr int kChunks = Cfg::kPix / 16;          // 16-byte copies per staged pixel
@@ -395,15 +398,16 @@ void launch_sep(const UpEpilogueArgs& a, int tiles_x, int tiles_y, int cblocks, 
   constexpr size_t smem = SepCfg<Tin, TY>::kSmem;
   auto* k = upconv_epilogue_sep_kernel<Tin, Tout, TY>;
   SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  k<<<static_cast<unsigned>(blocks), kSepThreads, smem, stream>>>(a, tiles_x, tiles_y, cblocks);
+  dev::launch("upconv_epilogue_sep_kernel", k, static_cast<unsigned>(blocks), kSepThreads, smem, stream, a, tiles_x,
+              tiles_y, cblocks);
 }
 
 template <typename Tin, typename Tout, int F>
 void launch_f(const UpEpilogueArgs& a, bool vec, dim3 grid, size_t smem, cudaStream_t stream) {
   if (vec)
-    upconv_epilogue_kernel<Tin, Tout, F, true><<<grid, kThreads, smem, stream>>>(a);
+    dev::launch("upconv_epilogue_kernel", upconv_epilogue_kernel<Tin, Tout, F, true>, grid, kThreads, smem, stream, a);
   else
-    upconv_epilogue_kernel<Tin, Tout, F, false><<<grid, kThreads, smem, stream>>>(a);
+    dev::launch("upconv_epilogue_kernel", upconv_epilogue_kernel<Tin, Tout, F, false>, grid, kThreads, smem, stream, a);
 }
 
 template <typename Tin, typename Tout>

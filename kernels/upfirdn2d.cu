@@ -3,6 +3,7 @@
 
 #include "kernels/common.cuh"
 #include "kernels/cuda_check.h"
+#include "kernels/pdl.cuh"
 #include "kernels/upfirdn2d.h"
 
 namespace sg2::cuda {
@@ -12,6 +13,7 @@ namespace {
 template <typename T>
 __global__ void upsample2d_kernel(const T* x, int N, int H, int W, int C, const float* filter, int f, float post_gain,
                                   float* out) {
+  dev::pdl_begin();
   const int OH = 2 * H, OW = 2 * W, p0 = (f + 1) / 2;
   const int64_t total = static_cast<int64_t>(N) * OH * OW * C;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
@@ -43,11 +45,11 @@ void upsample2d_nhwc(const void* x, DType x_dtype, int N, int H, int W, int C, c
   if (total <= 0) return;
   const int blocks = static_cast<int>(std::min<int64_t>((total + 255) / 256, 8192));
   if (x_dtype == DType::f16)
-    upsample2d_kernel<__half>
-        <<<blocks, 256, 0, stream>>>(static_cast<const __half*>(x), N, H, W, C, filter, fsize, post_gain, out);
+    dev::launch("upsample2d_kernel", upsample2d_kernel<__half>, blocks, 256, 0, stream, static_cast<const __half*>(x),
+                N, H, W, C, filter, fsize, post_gain, out);
   else
-    upsample2d_kernel<float>
-        <<<blocks, 256, 0, stream>>>(static_cast<const float*>(x), N, H, W, C, filter, fsize, post_gain, out);
+    dev::launch("upsample2d_kernel", upsample2d_kernel<float>, blocks, 256, 0, stream, static_cast<const float*>(x), N,
+                H, W, C, filter, fsize, post_gain, out);
   SG2_LAUNCH_CHECK("upsample2d_kernel");
 }
 

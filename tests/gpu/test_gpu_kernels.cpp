@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "engine/cuda/conv.h"
 #include "engine/cuda/cuda_raii.h"
@@ -130,6 +132,54 @@ TEST(GpuKernels, Normalize2ndMomentConcatenates) {
     for (int j = 0; j < B; ++j) ref[int64_t(n) * (A + B) + A + j] = re[int64_t(n) * B + j];
   }
   EXPECT_TRUE(near_rel(got, ref, 1e-6, "normalize_2nd_moment"));
+}
+
+// Programmatic dependent launch (kernels/pdl.cuh): two sg2 kernels captured one after the other
+// are joined by a programmatic edge (the second may launch while the first drains and waits in
+// pdl_begin for its writes), and the second still reads the first's output: a chain of 64
+// dependent launches replayed as a graph gives what the host computes.
+TEST(GpuKernels, LaunchesOverlapTheirPredecessorInAGraph) {
+  SG2_REQUIRE_GPU();
+  const int N = 2, F = 512, kSteps = 64;
+  Tensor x = randn({N, F}, 7, 2.0f);
+  auto a = to_device(x), b = poisoned(size_t(N) * F);
+  cudaStream_t st = nullptr;
+  SG2_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  const DeviceBuffer zeros = to_device(Tensor({F}, std::vector<float>(F, 0.0f)));
+  SG2_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  // x -> truncate toward zeros (psi 0.5: halves every value) -> ... alternately a -> b and b -> a
+  for (int k = 0; k < kSteps; ++k) {
+    const float* from = (k % 2 ? b : a).as<float>();
+    float* to = (k % 2 ? a : b).as<float>();
+    cuda::truncate_broadcast(from, zeros.as<float>(), N, 1, F, 0.5f, 1, to, st);
+  }
+  cudaGraph_t graph = nullptr;
+  SG2_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
+  size_t edges = 0;
+  SG2_CUDA_CHECK(cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &edges));
+  std::vector<cudaGraphNode_t> from(edges), to(edges);
+  std::vector<cudaGraphEdgeData> data(edges);
+  SG2_CUDA_CHECK(cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &edges));
+  EXPECT_EQ(edges, size_t(kSteps - 1));
+  int programmatic = 0;
+  for (const cudaGraphEdgeData& d : data) programmatic += d.type == cudaGraphDependencyTypeProgrammatic ? 1 : 0;
+  EXPECT_EQ(programmatic, kSteps - 1) << "edges that let a launch overlap its predecessor";
+  cudaGraphExec_t exec = nullptr;
+  SG2_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int rep = 0; rep < 3; ++rep) {
+    const DeviceBuffer fresh = to_device(x);
+    SG2_CUDA_CHECK(cudaMemcpy(a.get(), fresh.get(), size_t(N) * F * 4, cudaMemcpyDeviceToDevice));
+    SG2_CUDA_CHECK(cudaGraphLaunch(exec, st));
+    SG2_CUDA_CHECK(cudaStreamSynchronize(st));
+    // 64 halvings (psi 0.5 toward zero is exact): x * 2^-64, in a after an even count of steps
+    const Tensor got = from_device(a.get(), {N, F});
+    int wrong = 0;
+    for (int64_t i = 0; i < x.numel(); ++i) wrong += got[i] == std::ldexp(x[i], -kSteps) ? 0 : 1;
+    EXPECT_EQ(wrong, 0) << "64 dependent launches, replay " << rep;
+  }
+  SG2_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  SG2_CUDA_CHECK(cudaGraphDestroy(graph));
+  SG2_CUDA_CHECK(cudaStreamDestroy(st));
 }
 
 TEST(GpuKernels, TruncationIsBitExactLerp) {
