@@ -4,8 +4,8 @@
 //  * a kernel waits, before its first memory access, until the kernel before it has completed and
 //    its writes are visible (griddepcontrol.wait); what that kernel waited for had completed
 //    before it, so every earlier kernel's writes are visible too;
-//  * then it lets the next kernel launch (griddepcontrol.launch_dependents): that kernel's blocks
-//    take the SMs this one frees, and wait in their own pdl_begin().
+//  * it never triggers the next launch early: the next grid launches as this one's blocks exit
+//    (the implicit trigger), overlapping its launch with this one's last blocks and memory flush.
 // On GPUs before sm_90 both are absent and the launch attribute has no effect: stream order as
 // before. Nothing changes which values a kernel reads, so no output changes a bit.
 #pragma once
@@ -23,7 +23,6 @@ namespace sg2::cuda::dev {
 __device__ __forceinline__ void pdl_begin() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
 }
 
