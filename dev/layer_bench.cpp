@@ -186,7 +186,7 @@ LayerResult bench_conv_layer(const BlockPlan& b, const LayerPlan& l, Precision p
         v.splits = sp;
         v.fold = 0;
         tcv.push_back({v, base + ", split-k " + std::to_string(sp) + ")"});
-        if (wg && sp > 1 && math != ConvMath::fp32_strict) {  // the splits folded into each block
+        if (wg && sp > 1) {  // the splits folded into each block (3xTF32: each split added into y)
           v.fold = 1;
           tcv.push_back({v, base + ", split-k " + std::to_string(sp) + " folded)"});
         }

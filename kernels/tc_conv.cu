@@ -348,7 +348,7 @@ void tc_conv(const TcConvArgs& args, cudaStream_t stream) {
   int bn = tc_conv_block_channels(a, a.impl);
   if (bn == 0 || (wgmma && a.encode_tensor_map == nullptr))
     fail(ErrorKind::internal, "tc_conv: the wgmma kernel cannot take this shape or has no tensor-map encoder");
-  if (wgmma && chain && a.splits > 1 && bn <= 128 && a.fold != 0) {
+  if (wgmma && a.splits > 1 && bn <= 128 && a.fold != 0) {
     TcConvArgs one = a;
     one.splits = 1;
     const dim3 g = grid_of(one, bn);

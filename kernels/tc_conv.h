@@ -84,7 +84,8 @@ struct TcConvArgs {
   /// another in each block (same bits as the partials and their sum: each split summed from zero,
   /// added to y's fp32 value in split order) where the grid already fills the GPU without them.
   bool fold_splits = false;
-  /// wgmma, tf32 and f16: how tc_conv may run split-K (for tests and the kernel runner):
+  /// wgmma (every operand mode; 3xTF32 adds each split into y itself): how tc_conv may run split-K
+  /// (for tests and the kernel runner):
   /// -1 chooses, 0 always as partials, 1 always folded.
   int fold = -1;
   /// The device's SMs, for the launch-time choices above (block width, folded splits); 0: none.

@@ -108,8 +108,10 @@ __device__ __forceinline__ void fragment(float v, uint32_t& hi, uint32_t& lo) {
 // TA: the activation tile by TMA too (forward convolutions whose 128-pixel tiles are boxes of the
 // [N, H, W, Cin] tensor, tc_wgmma_activation_box): one 4-D copy per chunk, the padding zero-filled by the copy
 // engine, 128-byte swizzled; else cp.async per thread into [128][36] floats.
-// FOLD (tf32 and f16 only): the block runs every split of the split-K factor one after another
-// (TcConvArgs::fold_splits): each split's chain in `part`, added to acc at its end.
+// FOLD: the block runs every split of the split-K factor one after another (TcConvArgs::fold_splits).
+// tf32 and f16: each split's chain in `part`, added to acc at its end. 3xTF32 (no registers for a
+// third set): each split's sum in acc as before, added at its end into the block's own fp32 output
+// tile in y (y = 0 + p0, then y + p1, ...: the order of the partials' sum kernel, so the same bits).
 template <int BN, bool TR, bool TA, Ops OPS, bool FOLD>
 __global__ void __launch_bounds__(kThreads, 1)
     tc_conv_wgmma_kernel(TcConvArgs a, const __grid_constant__ CUtensorMap map_hi,
@@ -204,13 +206,32 @@ __global__ void __launch_bounds__(kThreads, 1)
   // tf32x3: each chunk summed from zero in `part`, then added to acc (round to nearest); the other
   // modes chain every chunk's MMAs into acc (one tensor-core sum over the whole k)
   constexpr bool kChain = OPS != Ops::tf32x3;
-  static_assert(!FOLD || (kChain && BN <= 128), "folded splits: the chained modes, at most 128 channels");
+  static_assert(!FOLD || BN <= 128, "folded splits: at most 128 channels");
   constexpr int kPart = kChain && !FOLD ? 1 : R;  // registers of the partial chain
   float acc[R], part[kPart];
 #pragma unroll
   for (int e = 0; e < R; ++e) acc[e] = 0.0f;
 #pragma unroll
   for (int e = 0; e < kPart; ++e) part[e] = 0.0f;
+  // 3xTF32 folded: adds the split's sum acc into y (from zero at the first split), then clears acc
+  // (accumulator e = 4 j + 2 h + {0, 1}: row g + 8 h, columns 8 j + 2 t4 + {0, 1}, as the epilogue)
+  auto flush_split = [&](bool first_split) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = tl.m0 + wr + g + 8 * h;
+      if (m >= tl.M) continue;
+      float* o = static_cast<float*>(a.y) + tl.out_offset(a, m) + n0 + 2 * t4;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        float2 v = first_split ? make_float2(0.0f, 0.0f) : *reinterpret_cast<const float2*>(o + 8 * j);
+        v.x += acc[4 * j + 2 * h];
+        v.y += acc[4 * j + 2 * h + 1];
+        *reinterpret_cast<float2*>(o + 8 * j) = v;
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < R; ++e) acc[e] = 0.0f;
+  };
 
 #pragma unroll
   for (int s = 0; s < S - 2; ++s) {
@@ -317,7 +338,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       (void)ylo;
     } else {
-      if constexpr (!decltype(first)::value) retire(yhi, ylo);  // chunk c - 1
+      if constexpr (!decltype(first)::value) {
+        retire(yhi, ylo);  // chunk c - 1
+        if constexpr (FOLD) {
+          if ((c - 1) % tl.per_split == tl.per_split - 1) flush_split(c - 1 < tl.per_split);  // its split's last
+        }
+      }
 #pragma unroll
       for (int e = 0; e < R; ++e) reg_fence(part[e]);
       wg_fence();
@@ -343,6 +369,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   dev::cp_async_wait<0>();
 
+  if constexpr (FOLD && !kChain) {  // the last split's sum into y
+    if (nchunks > 0) flush_split(nchunks - 1 < tl.per_split);
+    return;
+  }
   // accumulator e = 4 j + 2 h + {0, 1}: row g + 8 h, columns 8 j + 2 t4 + {0, 1}
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -428,7 +458,7 @@ CUtensorMap act_map(const TcConvArgs& a, const uint32_t (&box)[4]) {
 template <int BN, bool TR, bool TA, Ops OPS>
 void launch_t(const TcConvArgs& a, dim3 grid, const CUtensorMap& map_x, cudaStream_t stream) {
   auto* k = tc_conv_wgmma_kernel<BN, TR, TA, OPS, false>;
-  if constexpr (OPS != Ops::tf32x3 && BN <= 128) {
+  if constexpr (BN <= 128) {
     if (a.fold_splits) k = tc_conv_wgmma_kernel<BN, TR, TA, OPS, true>;
   }
   SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(WgCfg<BN, OPS>::kSmem)));

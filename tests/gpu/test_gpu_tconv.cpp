@@ -318,7 +318,8 @@ TEST(GpuKernels, TransposedTensorCoreConvTiles) {
 
 // tc_conv's launch-time choices never change an output's bits (what lets it choose them from the
 // batch): 64-, 128- or 256-channel blocks, and split-K as partials plus a sum or folded into each
-// block, for the tf32 and fp16 modes of the wgmma kernel, forward and transposed.
+// block, for the tf32, fp16 and 3xTF32 modes of the wgmma kernel, forward and transposed (3xTF32 folds
+// by adding each split into y itself; three splits leave a transposed phase with an empty one).
 TEST(GpuKernels, TensorCoreConvLaunchChoicesKeepTheBits) {
   SG2_REQUIRE_GPU();
   if (!gpu_caps().wgmma) GTEST_SKIP() << kNoTconv;
@@ -330,8 +331,9 @@ TEST(GpuKernels, TensorCoreConvLaunchChoicesKeepTheBits) {
   using TOps = cuda::TcConvArgs::Operands;
   int checked = 0;
   for (const Shape& sh : shapes)
-    for (TOps ops : {TOps::f16, TOps::tf32})
-      for (int splits : {1, 4}) {
+    for (TOps ops : {TOps::f16, TOps::tf32, TOps::tf32x3})
+      for (int splits : {1, 3, 4}) {
+        if (splits == 3 && ops != TOps::tf32x3) continue;
         const DType dt = ops == TOps::f16 ? DType::f16 : DType::f32;
         const size_t esz = cuda::dtype_size(dt);
         const int OH = sh.transposed ? 2 * sh.H + 1 : sh.H;
@@ -341,6 +343,7 @@ TEST(GpuKernels, TensorCoreConvLaunchChoicesKeepTheBits) {
         std::vector<float> hi(size_t(w.numel())), lo(hi.size());
         cuda::tf32x3_split_weights(w.data(), hi.size(), hi.data(), lo.data());
         const DeviceBuffer d_x = to_device(x, dt), d_w = to_device(ops == TOps::f16 ? w : Tensor({w.numel()}, hi), dt);
+        const DeviceBuffer d_lo = to_device(Tensor({w.numel()}, lo), DType::f32);
         auto run_with = [&](int block_channels, int fold, int num_sms) {
           auto d_y = poisoned(y_count, dt);
           cuda::TcConvArgs a;
@@ -354,6 +357,7 @@ TEST(GpuKernels, TensorCoreConvLaunchChoicesKeepTheBits) {
           a.transposed = sh.transposed;
           a.x = d_x.get();
           a.w_hi = d_w.get();
+          a.w_lo = ops == TOps::tf32x3 ? d_lo.as<float>() : nullptr;
           a.y = d_y.get();
           a.splits = splits;
           a.block_channels = block_channels;
@@ -368,15 +372,15 @@ TEST(GpuKernels, TensorCoreConvLaunchChoicesKeepTheBits) {
           return out;
         };
         const std::vector<char> base = run_with(0, 0, 0);
-        const std::string what = std::string(ops == TOps::f16 ? "fp16" : "tf32") +
+        const std::string what = std::string(ops == TOps::f16 ? "fp16" : ops == TOps::tf32 ? "tf32" : "3xtf32") +
                                  (sh.transposed ? " transposed " : " ") + std::to_string(sh.Cin) + "->" +
                                  std::to_string(sh.Cout) + " split-k " + std::to_string(splits);
         if (splits > 1) EXPECT_EQ(run_with(0, 1, 0), base) << what << ": folded splits";
         EXPECT_EQ(run_with(64, 0, 0), base) << what << ": 64-channel blocks";
-        if (sh.Cout % 256 == 0) EXPECT_EQ(run_with(256, 0, 0), base) << what << ": 256-channel blocks";
+        if (sh.Cout % 256 == 0 && ops != TOps::tf32x3) EXPECT_EQ(run_with(256, 0, 0), base) << what << ": 256-channel blocks";
         EXPECT_EQ(run_with(0, -1, gpu_caps().sm_count), base) << what << ": tc_conv's own choice";
         ++checked;
       }
   std::cout << "  tensor-core conv launch choices: " << checked << " configurations checked\n";
-  EXPECT_EQ(checked, 12);
+  EXPECT_EQ(checked, 21);
 }
