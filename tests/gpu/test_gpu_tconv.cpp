@@ -372,12 +372,15 @@ TEST(GpuKernels, TensorCoreConvLaunchChoicesKeepTheBits) {
           return out;
         };
         const std::vector<char> base = run_with(0, 0, 0);
-        const std::string what = std::string(ops == TOps::f16 ? "fp16" : ops == TOps::tf32 ? "tf32" : "3xtf32") +
+        const std::string what = std::string(ops == TOps::f16    ? "fp16"
+                                             : ops == TOps::tf32 ? "tf32"
+                                                                 : "3xtf32") +
                                  (sh.transposed ? " transposed " : " ") + std::to_string(sh.Cin) + "->" +
                                  std::to_string(sh.Cout) + " split-k " + std::to_string(splits);
         if (splits > 1) EXPECT_EQ(run_with(0, 1, 0), base) << what << ": folded splits";
         EXPECT_EQ(run_with(64, 0, 0), base) << what << ": 64-channel blocks";
-        if (sh.Cout % 256 == 0 && ops != TOps::tf32x3) EXPECT_EQ(run_with(256, 0, 0), base) << what << ": 256-channel blocks";
+        if (sh.Cout % 256 == 0 && ops != TOps::tf32x3)
+          EXPECT_EQ(run_with(256, 0, 0), base) << what << ": 256-channel blocks";
         EXPECT_EQ(run_with(0, -1, gpu_caps().sm_count), base) << what << ": tc_conv's own choice";
         ++checked;
       }
