@@ -371,17 +371,17 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if constexpr (FOLD && !kChain) {  // the last split's sum into y
     if (nchunks > 0) flush_split(nchunks - 1 < tl.per_split);
-    return;
-  }
-  // accumulator e = 4 j + 2 h + {0, 1}: row g + 8 h, columns 8 j + 2 t4 + {0, 1}
+  } else {
+    // accumulator e = 4 j + 2 h + {0, 1}: row g + 8 h, columns 8 j + 2 t4 + {0, 1}
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int m = tl.m0 + wr + g + 8 * h;
-    if (m >= tl.M) continue;
-    const size_t o = tl.out_offset(a, m) + n0 + 2 * t4;
+    for (int h = 0; h < 2; ++h) {
+      const int m = tl.m0 + wr + g + 8 * h;
+      if (m >= tl.M) continue;
+      const size_t o = tl.out_offset(a, m) + n0 + 2 * t4;
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j)
-      dev::store_pair<ESZ>(a, tl.partial, o + 8 * j, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+      for (int j = 0; j < BN / 8; ++j)
+        dev::store_pair<ESZ>(a, tl.partial, o + 8 * j, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+    }
   }
 #else
   // built without sm_90a code: tc_conv_wgmma_probe() says false, never launched
