@@ -25,7 +25,7 @@ mkdir -p "$OUT"
 t0=$(date +%s)
 el() { echo "   [t $(($(date +%s) - t0)) s]"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
-cfg=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DSG2_CUDA=ON -DSG2_CUDA_ARCHITECTURES=90 -DSG2_ONEDNN=OFF -DSG2_SERVE=OFF
+cfg=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DSG2_CUDA=ON -DSG2_CUDA_ARCHITECTURES=90 -DSG2_ONEDNN=OFF -DSG2_SERVE=OFF -DSG2_WERROR=ON
   -DSG2_DEPS_DIR="$PWD/.gpucarry/deps")
 serve_cfg=()
 if has serve; then  # sg2 serve too: Boost's headers travel as .gpucarry/boost.tar.xz (the tree's limit)
