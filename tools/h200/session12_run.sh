@@ -12,11 +12,11 @@
 #     .gpucarry/base/<path>: the files of the baseline (e.g. git show REV:kernels/x.cu > .gpucarry/base/kernels/x.cu)
 #     .gpucarry/ov/<name>/<path>: a variant's files (OVERLAYS), e.g. git diff --name-only main BRANCH -- kernels engine
 #       tests dev, each written by git show BRANCH:<path>
-# Environment: OUT (logs), PHASES (build,test,bench,kernels,profile,ncu,official,sanitize,serve), KBENCH, TEST_FILTER,
+# Environment: OUT (logs), PHASES (build,test,bench,kernels,profile,ncu,official,e2e,sanitize,serve), KBENCH, TEST_FILTER,
 # SAN_FILTER, SAN_TOOLS, PROBE_FILTER, BASE_TEST_FILTER (the baseline's GPU tests too), SG3, BENCH (';'-separated sg2
 # bench argument lists, both builds), BENCH_NEW (this
 # tree only), ROUNDS, NO_BASE, NCU_KERNELS, PROFILES, OVERLAYS (names of .gpucarry/ov/<name> variants, built, tested with
-# OV_TEST_FILTER and benched beside the baseline).
+# OV_TEST_FILTER and benched beside the baseline), E2E_SEEDS (the e2e phase's seed range, default 0-4095).
 set -u
 OUT=${OUT:-/tmp/s12_out}
 PH=${PHASES:-build,test,sanitize,bench,profile}
@@ -35,6 +35,11 @@ if has official; then  # the official custom ops compile on the CPU while sg2 bu
   (timeout 300 python3 tools/bench_official.py --sg3 "$SG3" --configs paper256 --batches 1 --modes fp16 --iters 1 \
     >/tmp/official_warmup.log 2>&1) &
   warm_pid=$!
+fi
+if has e2e; then  # the official random ffhq1024-f ADA pickle (tools/e2e_official.py) written while sg2 builds
+  mkdir -p /tmp/e2e && (timeout 300 python3 tools/e2e_official.py --sg3 "$SG3" --out /tmp/e2e/r1024.pkl \
+    >/tmp/e2e/pickle.log 2>&1) &
+  e2e_pid=$!
 fi
 if has build; then
   rm -rf /tmp/base && mkdir -p /tmp/base && cp -r CMakeLists.txt api apps cmake dev engine formats include kernels models \
@@ -168,6 +173,31 @@ if has official; then
     --json "$OUT/official.json" >"$OUT/official.log" 2>&1
   echo "official rc=$?"
   tail -6 "$OUT/official.log"
+  el
+fi
+if has e2e; then  # end to end on the official pickle: the whole command's wall clock, model loading included
+  wait "$e2e_pid"
+  tail -1 /tmp/e2e/pickle.log
+  sd=${E2E_SEEDS:-0-4095}
+  n=$(( ${sd#*-} - ${sd%-*} + 1 ))
+  for target in /tmp/e2e/g /dev/shm/g; do  # the disk, then memory (what the disk costs)
+    for fmt in u8npy u8npy; do
+      rm -rf "$target"
+      a=$(date +%s.%N)
+      timeout 120 build/sg2 generate --network /tmp/e2e/r1024.pkl --seeds "$sd" --batch 32 --format "$fmt" \
+        --outdir "$target" 2>&1 | tail -1
+      b=$(date +%s.%N)
+      echo "E2E sg2 generate --format $fmt into $target: $n in $(awk "BEGIN{printf \"%.2f\", $b - $a}") s wall =" \
+        "$(awk "BEGIN{printf \"%.1f\", $n / ($b - $a)}") img/s"
+    done
+    rm -rf "$target"
+  done
+  a=$(date +%s.%N)
+  timeout 60 build/sg2 inspect /tmp/e2e/r1024.pkl >/dev/null 2>&1
+  b=$(date +%s.%N)
+  echo "E2E sg2 inspect (reading the pickle): $(awk "BEGIN{printf \"%.2f\", $b - $a}") s"
+  timeout 120 build/sg2 bench --end-to-end --network /tmp/e2e/r1024.pkl --seeds "$sd" --batch 32 --format u8npy 2>&1 |
+    tail -4
   el
 fi
 if has sanitize; then
