@@ -1,5 +1,8 @@
 // sg2 kernel runner: one layer's candidates (layer_bench.h).
 #include "dev/layer_bench.h"
+#ifdef SG2_WITH_CUTLASS
+#include "dev/cutlass/cutlass_conv.h"
+#endif
 
 #include "dev/device_ops.h"
 
@@ -210,6 +213,25 @@ LayerResult bench_conv_layer(const BlockPlan& b, const LayerPlan& l, Precision p
     }
   }
   for (const TcVariant& v : tcv) ws_need = std::max(ws_need, cuda::tc_conv_workspace(v.a));
+#ifdef SG2_WITH_CUTLASS
+  // CUTLASS's sm90 fprop (dev/cutlass): forward convs in fp16 and TF32, the filter as KRSC (d_w)
+  CutlassConvArgs cut;
+  cut.N = sh.N;
+  cut.H = sh.H;
+  cut.W = sh.W;
+  cut.Cin = sh.Cin;
+  cut.Cout = sh.Cout;
+  cut.k = sh.k;
+  cut.pad = sh.pad;
+  cut.f16 = math == ConvMath::fp16;
+  std::vector<int> cutlass_configs;
+  if (!sh.transposed && (math == ConvMath::fp16 || math == ConvMath::tf32))
+    for (int i = 0; i < cutlass_conv_count(cut.f16); ++i)
+      if (const size_t need = cutlass_conv_workspace(i, cut)) {
+        cutlass_configs.push_back(i);
+        ws_need = std::max(ws_need, need);
+      }
+#endif
   DeviceBuffer ws(std::max<size_t>(ws_need, 256), nullptr);
 
   chosen->select(x.get(), d_w.get(), ref.buf.get(), ws.get(), ws.bytes(), s);
@@ -275,6 +297,16 @@ LayerResult bench_conv_layer(const BlockPlan& b, const LayerPlan& l, Precision p
                        cuda::tc_tconv(a, st);
                        return true;
                      }});
+#ifdef SG2_WITH_CUTLASS
+  for (int i : cutlass_configs)
+    cands.push_back({cutlass_conv_name(i, cut.f16), [&, i](cudaStream_t st) {
+                       CutlassConvArgs a = cut;
+                       a.x = x.get();
+                       a.w = d_w.get();
+                       a.y = y;
+                       return cutlass_conv_run(i, a, ws.get(), ws.bytes(), st);
+                     }});
+#endif
   if (math == ConvMath::fp32_strict && K == 9)
     cands.push_back({"simt fp32 implicit gemm", [&](cudaStream_t st) {
                        cuda::SimtConvArgs a;

@@ -8,6 +8,7 @@
 #   bash tools/h200/session12_run.sh    carrying .gpucarry, prepared here (ignored by git; 4.3 MB):
 #     scripts/deps_for_gpu.sh; mkdir -p .gpucarry/deps; cp -r .deps/{libarchive,libdeflate,turbojpeg,VERSIONS} .gpucarry/deps/
 #     tar cJf .gpucarry/boost.tar.xz -C .deps boost          (sg2 serve's headers, for the serve phase)
+#     scripts/fetch_cutlass.sh; tar cJf .gpucarry/cutlass.tar.xz -C .deps cutlass   (the kernels phase's CUTLASS candidates)
 #     .gpucarry/sg3: dnnlib torch_utils training legacy.py of NVlabs/stylegan3 (the official phase)
 #     .gpucarry/base/<path>: the files of the baseline (e.g. git show REV:kernels/x.cu > .gpucarry/base/kernels/x.cu)
 #     .gpucarry/ov/<name>/<path>: a variant's files (OVERLAYS), e.g. git diff --name-only main BRANCH -- kernels engine
@@ -28,6 +29,10 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 cfg=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DSG2_CUDA=ON -DSG2_CUDA_ARCHITECTURES=90 -DSG2_ONEDNN=OFF -DSG2_SERVE=OFF -DSG2_WERROR=ON
   -DSG2_DEPS_DIR="$PWD/.gpucarry/deps")
 serve_cfg=()
+cutlass_cfg=()
+if has kernels && [[ -f .gpucarry/cutlass.tar.xz ]]; then  # the kernel runner's CUTLASS candidates (dev/cutlass)
+  tar xJf .gpucarry/cutlass.tar.xz -C .gpucarry/deps && cutlass_cfg=(-DSG2_CUTLASS_DIR="$PWD/.gpucarry/deps/cutlass")
+fi
 if has serve; then  # sg2 serve too: Boost's headers travel as .gpucarry/boost.tar.xz (the tree's limit)
   tar xJf .gpucarry/boost.tar.xz -C .gpucarry/deps && serve_cfg=(-DSG2_SERVE=ON)
 fi
@@ -44,7 +49,7 @@ fi
 if has build; then
   rm -rf /tmp/base && mkdir -p /tmp/base && cp -r CMakeLists.txt api apps cmake dev engine formats include kernels models \
     readers tests tools util /tmp/base/ && cp -r .gpucarry/base/. /tmp/base/
-  (cmake -S . -B build "${cfg[@]}" "${serve_cfg[@]}" >"$OUT/build.log" 2>&1 &&
+  (cmake -S . -B build "${cfg[@]}" "${serve_cfg[@]}" "${cutlass_cfg[@]}" >"$OUT/build.log" 2>&1 &&
     cmake --build build -j16 --target sg2_cli sg2_gpu_tests $(has kernels && echo sg2_kernel_bench) >>"$OUT/build.log" 2>&1) || {
     grep -E "error|warning" "$OUT/build.log" | head -20
     echo BUILD FAILED
