@@ -4,7 +4,8 @@
 # (the changed kernels' first), compute-sanitizer memcheck and racecheck on them, then `sg2 bench` of both
 # builds alternated in one call (ffhq1024-f and paper256, auto and fp16), the per-step profile of both, the
 # official code (tools/bench_official.py) when SG3 names a stylegan3 checkout, then the sanitizers and the
-# multi-GPU serve test (phases in the order that matters most when time runs short).
+# multi-GPU serve test (phases in the order that matters most when time runs short: the sanitizers before
+# the official code and the end-to-end run).
 #   bash tools/h200/session12_run.sh    carrying .gpucarry, prepared here (ignored by git; 4.3 MB):
 #     scripts/deps_for_gpu.sh; mkdir -p .gpucarry/deps; cp -r .deps/{libarchive,libdeflate,turbojpeg,VERSIONS} .gpucarry/deps/
 #     tar cJf .gpucarry/boost.tar.xz -C .deps boost          (sg2 serve's headers, for the serve phase)
@@ -14,7 +15,7 @@
 #     .gpucarry/ov/<name>/<path>: a variant's files (OVERLAYS), e.g. git diff --name-only main BRANCH -- kernels engine
 #       tests dev, each written by git show BRANCH:<path>
 # Environment: OUT (logs), PHASES (build,test,bench,kernels,profile,ncu,official,e2e,sanitize,serve), KBENCH, TEST_FILTER,
-# SAN_FILTER, SAN_TOOLS, PROBE_FILTER, BASE_TEST_FILTER (the baseline's GPU tests too), SG3, BENCH (';'-separated sg2
+# SAN_FILTER, SAN_TOOLS, SAN_BIN (the test binary the sanitizers run, default this tree's), PROBE_FILTER, BASE_TEST_FILTER (the baseline's GPU tests too), SG3, BENCH (';'-separated sg2
 # bench argument lists, both builds), BENCH_NEW (this
 # tree only), ROUNDS, NO_BASE, NCU_KERNELS, PROFILES, OVERLAYS (names of .gpucarry/ov/<name> variants, built, tested with
 # OV_TEST_FILTER and benched beside the baseline), E2E_SEEDS (the e2e phase's seed range, default 0-4095).
@@ -172,6 +173,17 @@ if has ncu; then  # where the fused conv1 and the FIR epilogue spend their instr
   done
   el
 fi
+if has sanitize; then
+  : >"$OUT/sanitizer.log"
+  for tool in ${SAN_TOOLS:-memcheck racecheck}; do
+    LD_LIBRARY_PATH=$(dirname "$(dirname "${SAN_BIN:-build/tests/sg2_gpu_tests}")") timeout 120 compute-sanitizer \
+      --tool "$tool" --error-exitcode 9 "${SAN_BIN:-build/tests/sg2_gpu_tests}" --gtest_color=no \
+      --gtest_filter="${SAN_FILTER:-GpuKernels.Upconv*}" >>"$OUT/sanitizer.log" 2>&1
+    echo "$tool rc=$?"
+  done
+  grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|hazard' "$OUT/sanitizer.log" | sort | uniq -c | head
+  el
+fi
 if has official; then
   wait "$warm_pid"
   timeout 240 python3 tools/bench_official.py --sg3 "$SG3" ${OFFICIAL_ARGS:---configs ffhq1024-f --batches 1,32 --modes auto,fp16 --iters 10} \
@@ -197,22 +209,15 @@ if has e2e; then  # end to end on the official pickle: the whole command's wall 
     done
     rm -rf "$target"
   done
-  a=$(date +%s.%N)
-  timeout 60 build/sg2 inspect /tmp/e2e/r1024.pkl >/dev/null 2>&1
-  b=$(date +%s.%N)
-  echo "E2E sg2 inspect (reading the pickle): $(awk "BEGIN{printf \"%.2f\", $b - $a}") s"
+  for cmd in "inspect /tmp/e2e/r1024.pkl" "generate --network /tmp/e2e/r1024.pkl --seeds 0 --format u8npy --outdir /dev/shm/one"; do
+    a=$(date +%s.%N)  # what a run costs besides its images: reading the pickle; loading, starting, one image
+    timeout 60 build/sg2 $cmd >/dev/null 2>&1
+    b=$(date +%s.%N)
+    echo "E2E sg2 ${cmd%% *} (one image or none): $(awk "BEGIN{printf \"%.2f\", $b - $a}") s"
+  done
+  rm -rf /dev/shm/one
   timeout 120 build/sg2 bench --end-to-end --network /tmp/e2e/r1024.pkl --seeds "$sd" --batch 32 --format u8npy 2>&1 |
     tail -4
-  el
-fi
-if has sanitize; then
-  : >"$OUT/sanitizer.log"
-  for tool in ${SAN_TOOLS:-memcheck racecheck}; do
-    timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 9 build/tests/sg2_gpu_tests --gtest_color=no \
-      --gtest_filter="${SAN_FILTER:-GpuKernels.Upconv*}" >>"$OUT/sanitizer.log" 2>&1
-    echo "$tool rc=$?"
-  done
-  grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|hazard' "$OUT/sanitizer.log" | sort | uniq -c | head
   el
 fi
 if has serve; then  # sg2 serve with two workers on one GPU (tests/serve/test_serve_gpu.py, ctest Serve.MultiGpu)
