@@ -1,12 +1,16 @@
 // sg2 kernel runner: one CUTLASS 3.x sm90 fprop configuration (cutlass_conv.h), instantiated by
 // cutlass_conv_f16.cu and cutlass_conv_tf32.cu. The mainloop is CUTLASS's TMA im2col + wgmma
 // warp-specialized implicit GEMM (conv/collective/sm90_implicit_gemm_gmma_ss_warpspecialized.hpp), the
-// epilogue a plain store of the fp32 sums (alpha 1, no source tensor), the tile scheduler the default
-// non-persistent one of the sm90 conv kernel (no split-K or stream-K: every output's sum runs over K in one order at
-// every batch).
+// epilogue a plain store of the fp32 sums (alpha 1, no source tensor), the tile scheduler the sm90
+// conv kernel's non-persistent one (no split-K or stream-K: every output's sum runs over K in one
+// order at every batch).
 #pragma once
 
+// CUTLASS's conv collectives use cutlass::KernelHardwareInfo without including its header: it comes
+// first (its own block, so that include sorting keeps it there)
 #include <cutlass/cutlass.h>
+#include <cutlass/kernel_hardware_info.hpp>
+
 #include <cute/tensor.hpp>
 #include <cutlass/conv/collective/collective_builder.hpp>
 #include <cutlass/conv/convnd_problem_shape.hpp>
@@ -14,7 +18,6 @@
 #include <cutlass/conv/dispatch_policy.hpp>
 #include <cutlass/conv/kernel/conv_universal.hpp>
 #include <cutlass/epilogue/collective/collective_builder.hpp>
-#include <cutlass/kernel_hardware_info.hpp>
 
 #include "dev/cutlass/cutlass_conv.h"
 #include "sg2/error.h"
