@@ -109,8 +109,12 @@ class Conv {
     w_hi_ = w_hi;
     w_lo_ = w_lo;
   }
-  /// The filter in the transposed-conv kernel's layout (tc_tconv_pack_weights). Call before select().
-  void set_tconv_weights(const void* w) { w_tconv_ = w; }
+  /// The filter in the transposed-conv kernel's layout (tc_tconv_pack_weights; fp32_strict: its
+  /// TF32 heads in w and tails in w_lo, tf32x3_split_weights). Call before select().
+  void set_tconv_weights(const void* w, const float* w_lo = nullptr) {
+    w_tconv_ = w;
+    w_tconv_lo_ = w_lo;
+  }
   /// The implementation select() chose.
   ConvImpl impl() const;
   /// "cudnn fwd algo 1 (tensor op, workspace 0 MiB)", "tensor-core implicit gemm, 3xtf32 ... (wgmma,
@@ -153,6 +157,7 @@ class Conv {
   const void* w_hi_ = nullptr;
   const float* w_lo_ = nullptr;
   const void* w_tconv_ = nullptr;
+  const float* w_tconv_lo_ = nullptr;
   int selected_ = -1;  // index into candidates_, -1: direct kernel
   bool selected_set_ = false;
 };
