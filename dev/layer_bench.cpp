@@ -123,7 +123,11 @@ LayerResult bench_conv_layer(const BlockPlan& b, const LayerPlan& l, Precision p
     if (sh.transposed) {
       const bool x3 = math == ConvMath::fp32_strict;  // 32-channel phase tiles, heads and tails
       cuda::tc_tconv_pack_weights(wd.data(), sh.Cin, sh.Cout, tconv.data(), x3);
-      if (math != ConvMath::fp16) cuda::tf32x3_split_weights(tconv.data(), tconv.size(), tconv.data(), lo.data());
+      if (math != ConvMath::fp16) {  // not in place: lo = w - hi must read w before hi overwrites it
+        std::vector<float> tconv_hi(tconv.size());
+        cuda::tf32x3_split_weights(tconv.data(), tconv.size(), tconv_hi.data(), lo.data());
+        tconv = std::move(tconv_hi);
+      }
       d_tconv = upload(tconv, dt);
       if (x3) d_tconv_lo = upload(lo, DType::f32);
     }

@@ -27,8 +27,8 @@
 // sums); each is batch-invariant. 3xTF32 (float32-accurate, wgmma only, 32-channel phase tiles):
 // x = hi + lo (hi truncated to TF32) and w = hi + lo (tf32x3_split_weights of the packed filter),
 // per 8-deep step lo(x) hi(w), then hi(x) lo(w), then hi(x) hi(w) over the nine taps from zero,
-// each step's sums added to the fp32 outputs (round to nearest): chains of at most 32 products,
-// as tc_conv's 3xTF32 mode.
+// each step's sums added to the fp32 outputs (round to nearest): per step at most 12 MMAs on one
+// accumulator (96 products for P0), as a chunk of tc_conv's 3xTF32 mode.
 #pragma once
 
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled (a type only: sg2 does not link libcuda)
@@ -50,11 +50,11 @@ struct TcTconvArgs {
   enum class Impl { mma, wgmma } impl = Impl::wgmma;
   int N = 0, H = 0, W = 0;  // input size
   int Cin = 0, Cout = 0;
-  const void* x = nullptr;  // [N, H, W, Cin] fp16 or fp32
-  const void* w = nullptr;  // tc_tconv_pack_weights' layout, fp16 or fp32 (TF32-rounded; 3xTF32: the heads)
+  const void* x = nullptr;      // [N, H, W, Cin] fp16 or fp32
+  const void* w = nullptr;      // tc_tconv_pack_weights' layout, fp16 or fp32 (TF32-rounded; 3xTF32: the heads)
   const float* w_lo = nullptr;  // 3xTF32: the filter's tails, same layout (tf32x3_split_weights)
-  void* y = nullptr;        // [N, 2H + 1, 2W + 1, Cout], fp16 or fp32
-  int num_sms = 0;          // persistent blocks: at most one per SM
+  void* y = nullptr;            // [N, 2H + 1, 2W + 1, Cout], fp16 or fp32
+  int num_sms = 0;              // persistent blocks: at most one per SM
   PFN_cuTensorMapEncodeTiled_v12000 encode_tensor_map = nullptr;  // wgmma: tc_conv_tensor_map_encoder()
   /// mma: the shared memory a block may use (bytes; the device's opt-in limit,
   /// DeviceCaps::smem_per_block_optin): the pipeline is as deep (2 to 4 stages) as it allows.

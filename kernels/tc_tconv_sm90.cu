@@ -22,7 +22,12 @@
 // once its last step has completed. The producer fills stages ahead across work items (tile x
 // channel tile, walked by persistent blocks), so a one-chunk tile (Cin = 64) never drains the ring.
 // Epilogue: fp16 through a per-warp staging buffer (stmatrix, then 16-byte coalesced stores);
-// fp32 (tf32 mode) as 8-byte stores.
+// fp32 (tf32 and 3xTF32 modes) as 8-byte stores.
+// 3xTF32 (32-channel phase tiles): a stage holds the filter's heads and its tails (two B tiles of
+// 36 KiB, two stages of 96 KiB); each fragment of x is split into its TF32 head and the exact rest,
+// and a step issues 27 MMAs into `part` from zero in three commit groups (x's tails x w's heads,
+// x's heads x w's tails, heads x heads, each over the nine taps in the order above); after the
+// step completes, part is added into the fp32 sums acc (cleared per item).
 #include <cuda.h>          // CUtensorMap and its enums
 #include <cudaTypedefs.h>  // the encoder's type
 #include <cuda_fp16.h>
@@ -288,6 +293,12 @@ __device__ __forceinline__ void consume(const TcTconvArgs& a, const Geom& gm, ui
   uint32_t phase = 0;
   for (int item = blockIdx.x; item < gm.items; item += gridDim.x) {
     const TconvItem it = tconv_item(gm, item);
+    if constexpr (X3) {  // the step sums go into acc by adds: from zero for every item (the MMAs never clear it)
+#pragma unroll
+      for (int p = 0; p < 4; ++p)
+#pragma unroll
+        for (int e = 0; e < R; ++e) acc[p][e] = 0.0f;
+    }
     mbar_wait(full + 8 * stage, phase);  // the item's first chunk is in
     load(fa, la, sbase + uint32_t(stage) * C::kStage, 0);
     for (int c = 0; c < gm.nchunks; ++c) {

@@ -187,8 +187,7 @@ ConvChoice choose_conv(const ConvShape& one_image, ConvMath math, const DeviceCa
   if (s.transposed) tc_tconv_tile(s.H, s.W, &tile_rows, &tile_cols);
   const bool tconv_mma = !fp32 && caps.cc_major >= 8 && tc_tconv_mma_smem(tprobe) <= caps.smem_per_block_optin &&
                          tile_rows * tile_cols >= 64;
-  const bool tconv_ok =
-      s.transposed && s.k == 3 && data_ok && tc_tconv_shape_ok(tprobe) && (tconv_wgmma || tconv_mma);
+  const bool tconv_ok = s.transposed && s.k == 3 && data_ok && tc_tconv_shape_ok(tprobe) && (tconv_wgmma || tconv_mma);
   if (tconv_ok) {
     c = tc_choice;
     c.impl = ConvImpl::tc_transposed;

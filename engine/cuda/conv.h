@@ -70,10 +70,10 @@ struct ConvChoice {
 };
 
 /// THE selection table, in one place: how a convolution of `one_image` (N = 1) runs in `math` on
-/// this device. Batch-invariant (the default): fp16 and tf32 transposed convs on tc_transposed
-/// (Cin % 64 fp16 / % 32 tf32, Cout % 32; wgmma where the device has it, else mma.sync on sm_80+
-/// with 60 or 96 KiB of shared memory per block where a tile has 64 cells or more: inputs of
-/// 7 x 7 and up); else tensor_core where the
+/// this device. Batch-invariant (the default): transposed convs on tc_transposed (Cin % 64 fp16 /
+/// % 32 tf32 and fp32_strict, Cout % 32; wgmma where the device has it, in every precision, else in
+/// fp16 and tf32 mma.sync on sm_80+ with 60 or 96 KiB of shared memory per block where a tile has
+/// 64 cells or more: inputs of 7 x 7 and up); else tensor_core where the
 /// device runs it (sm_80+ with the kernel's shared memory per block; wgmma on Hopper where Cout %
 /// 64), 3x3, Cin a multiple of 32 (64 for fp16) and Cout of 32, split-K from a time estimate for
 /// one image (the resnet skip's 1x1, pad 0, too: mma.sync, one tap); fp32_strict: then simt (3x3,

@@ -57,8 +57,8 @@ std::vector<Variant> variants() {
 
 /// The kernel's inputs for a case: x [N, H, W, Cin] and the filter, on the host and the device.
 struct Inputs {
-  Tensor x;  // NCHW
-  Tensor w;  // [Cout, Cin, 3, 3]
+  Tensor x;                      // NCHW
+  Tensor w;                      // [Cout, Cin, 3, 3]
   DeviceBuffer d_x, d_w, d_wlo;  // d_wlo: 3xTF32's filter tails
 };
 
@@ -73,12 +73,15 @@ Inputs make_inputs(const Case& c, Ops ops, uint32_t seed) {
   }
   // device filter [Cin, 3, 3, Cout], then the kernel's layout (TF32 heads for tf32; 3xTF32: heads
   // and tails of 32-channel phase tiles)
-  std::vector<float> wd(size_t(in.w.numel())), packed(wd.size()), lo(wd.size());
+  std::vector<float> wd(size_t(in.w.numel())), packed(wd.size()), hi(wd.size()), lo(wd.size());
   for (int o = 0; o < c.Cout; ++o)
     for (int i = 0; i < c.Cin; ++i)
       for (int t = 0; t < 9; ++t) wd[(size_t(i) * 9 + t) * c.Cout + o] = in.w[(int64_t(o) * c.Cin + i) * 9 + t];
   cuda::tc_tconv_pack_weights(wd.data(), c.Cin, c.Cout, packed.data(), ops == Ops::tf32x3);
-  if (ops != Ops::f16) cuda::tf32x3_split_weights(packed.data(), packed.size(), packed.data(), lo.data());
+  if (ops != Ops::f16) {  // not in place: lo = w - hi must read w before hi overwrites it
+    cuda::tf32x3_split_weights(packed.data(), packed.size(), hi.data(), lo.data());
+    packed = hi;
+  }
   if (ops == Ops::tf32x3) in.d_wlo = to_device(Tensor({int64_t(lo.size())}, lo));
   // x NHWC (non-square: transpose by hand)
   Tensor xn({c.N, c.H, c.W, c.Cin});
