@@ -326,11 +326,12 @@ TEST(GpuKernels, ConvSelectionPerDevice) {
         // the transposed conv: one GEMM per tile on wgmma (Hopper with its encoder), else on mma.sync
         // (sm_80+, 96 KiB for 64-channel phase tiles or 60 KiB for 32) where a tile has 64 cells
         s.transposed = true;
-        for (int h : {64, 7, 6, 4}) {
+        for (int h : {64, 16, 8, 7, 6, 4}) {
           s.H = s.W = h;
           const bool by_wgmma = d.wgmma && d.encoder;
           const bool by_mma = d.major >= 8 && d.smem >= (cout % 64 == 0 ? 96u : 60u) * 1024 && h >= 7;
-          const bool tiled = by_wgmma || (!fp32 && by_mma);  // 3xTF32: wgmma only
+          // 3xTF32: wgmma only, from 16 x 16 inputs up
+          const bool tiled = fp32 ? by_wgmma && h >= 16 : by_wgmma || by_mma;
           const cuda::ConvChoice c = cuda::choose_conv(s, m, caps, true);
           EXPECT_EQ(c.impl, tiled ? cuda::ConvImpl::tc_transposed : untiled)
               << where << " transposed " << h << " x " << h;
@@ -349,7 +350,7 @@ TEST(GpuKernels, ConvSelectionPerDevice) {
         EXPECT_FALSE(one.wgmma) << where << " 1x1";
       }
   }
-  EXPECT_EQ(checked, 7 * 3 * 3 * 4);
+  EXPECT_EQ(checked, 7 * 3 * 3 * 6);
 }
 
 // The tile rule (host only, runs without a GPU): at most 128 cells, the halo within 192 rows, and
