@@ -107,7 +107,7 @@ LayerResult bench_conv_layer(const BlockPlan& b, const LayerPlan& l, Precision p
       }
   const DeviceBuffer d_w = upload(wd, dt);
   std::vector<float> hi(wd.size()), lo(wd.size()), tconv(wd.size());
-  DeviceBuffer d_hi, d_lo, d_tconv;
+  DeviceBuffer d_hi, d_lo, d_tconv, d_tconv_lo;
   if (K == 1 && !sh.transposed) {  // the resnet skip's 1x1: the device filter [Cout, 1, 1, Cin] is the packing
     if (math == ConvMath::fp16)
       hi = wd;
@@ -124,9 +124,15 @@ LayerResult bench_conv_layer(const BlockPlan& b, const LayerPlan& l, Precision p
     d_hi = upload(hi, dt);
     d_lo = upload(lo, DType::f32);
     if (sh.transposed) {
-      cuda::tc_tconv_pack_weights(wd.data(), sh.Cin, sh.Cout, tconv.data());
-      if (math != ConvMath::fp16) cuda::tf32x3_split_weights(tconv.data(), tconv.size(), tconv.data(), lo.data());
+      const bool x3 = math == ConvMath::fp32_strict;  // 32-channel phase tiles, heads and tails
+      cuda::tc_tconv_pack_weights(wd.data(), sh.Cin, sh.Cout, tconv.data(), x3);
+      if (math != ConvMath::fp16) {  // not in place: lo = w - hi must read w before hi overwrites it
+        std::vector<float> tconv_hi(tconv.size());
+        cuda::tf32x3_split_weights(tconv.data(), tconv.size(), tconv_hi.data(), lo.data());
+        tconv = std::move(tconv_hi);
+      }
       d_tconv = upload(tconv, dt);
+      if (x3) d_tconv_lo = upload(lo, DType::f32);
     }
   }
   Poisoned ref{DeviceBuffer(y_count * esz, nullptr), y_count, dt},
@@ -141,7 +147,7 @@ LayerResult bench_conv_layer(const BlockPlan& b, const LayerPlan& l, Precision p
     convs.push_back(std::make_unique<cuda::Conv>(cudnn, sh, math, c, caps, kWorkspaceLimit));
     cuda::Conv& conv = *convs.back();
     if (d_hi) conv.set_packed_weights(d_hi.get(), math == ConvMath::fp32_strict ? d_lo.as<float>() : nullptr);
-    if (d_tconv) conv.set_tconv_weights(d_tconv.get());
+    if (d_tconv) conv.set_tconv_weights(d_tconv.get(), d_tconv_lo ? d_tconv_lo.as<float>() : nullptr);
     ws_need = std::max(ws_need, conv.max_candidate_workspace());
     return &conv;
   };
@@ -267,10 +273,10 @@ LayerResult bench_conv_layer(const BlockPlan& b, const LayerPlan& l, Precision p
     std::string name;
   };
   std::vector<TconvVariant> tconvs;
-  if (sh.transposed && math != ConvMath::fp32_strict && d_tconv) {
+  if (sh.transposed && d_tconv) {
     const std::string base = "tensor-core transposed conv, 4 phases per tile (";
     if (caps.wgmma) tconvs.push_back({cuda::TcTconvArgs::Impl::wgmma, 0, base + "wgmma, tma)"});
-    if (caps.cc_major >= 8) {
+    if (caps.cc_major >= 8 && math != ConvMath::fp32_strict) {  // 3xTF32: wgmma only
       tconvs.push_back({cuda::TcTconvArgs::Impl::mma, caps.smem_per_block_optin, base + "mma.sync, cp.async)"});
       if (caps.smem_per_block_optin > 99 * 1024)
         tconvs.push_back({cuda::TcTconvArgs::Impl::mma, 99 * 1024, base + "mma.sync, cp.async, 99 KiB as sm_86)"});
@@ -279,8 +285,9 @@ LayerResult bench_conv_layer(const BlockPlan& b, const LayerPlan& l, Precision p
   for (const TconvVariant& v : tconvs)
     cands.push_back({v.name, [&, v](cudaStream_t st) {
                        cuda::TcTconvArgs a;
-                       a.operands = math == ConvMath::fp16 ? cuda::TcTconvArgs::Operands::f16
-                                                           : cuda::TcTconvArgs::Operands::tf32;
+                       a.operands = math == ConvMath::fp16   ? cuda::TcTconvArgs::Operands::f16
+                                    : math == ConvMath::tf32 ? cuda::TcTconvArgs::Operands::tf32
+                                                             : cuda::TcTconvArgs::Operands::tf32x3;
                        a.impl = v.impl;
                        a.N = sh.N;
                        a.H = sh.H;
@@ -289,6 +296,7 @@ LayerResult bench_conv_layer(const BlockPlan& b, const LayerPlan& l, Precision p
                        a.Cout = sh.Cout;
                        a.x = x.get();
                        a.w = d_tconv.get();
+                       a.w_lo = d_tconv_lo ? d_tconv_lo.as<float>() : nullptr;
                        a.y = y;
                        a.num_sms = caps.sm_count;
                        a.encode_tensor_map = caps.encode_tensor_map;

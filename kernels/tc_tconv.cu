@@ -270,14 +270,15 @@ void launch_mma(const TcTconvArgs& a, const TconvGeom& g, cudaStream_t stream) {
 }
 
 int chunk_channels(const TcTconvArgs& a) { return a.operands == Ops::f16 ? 64 : 32; }
+bool x3(const TcTconvArgs& a) { return a.operands == Ops::tf32x3; }
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 }  // namespace
 
-int tc_tconv_phase_channels(int cout) { return cout % 64 == 0 ? 64 : 32; }
+int tc_tconv_phase_channels(int cout, bool tf32x3) { return cout % 64 == 0 && !tf32x3 ? 64 : 32; }
 
-void tc_tconv_pack_weights(const float* w, int cin, int cout, float* out) {
-  const int bnc = tc_tconv_phase_channels(cout);
+void tc_tconv_pack_weights(const float* w, int cin, int cout, float* out, bool tf32x3) {
+  const int bnc = tc_tconv_phase_channels(cout, tf32x3);
   for (int ct = 0; ct < cout / bnc; ++ct)
     for (int t = 0; t < 9; ++t)
       for (int o = 0; o < bnc; ++o)
@@ -306,7 +307,7 @@ void tc_tconv_tile(int H, int W, int* rows, int* cols) {
 bool tc_tconv_shape_ok(const TcTconvArgs& a) {
   return a.N > 0 && a.H > 0 && a.W > 0 && a.H < 32768 && a.W < 32768 && a.Cin > 0 && a.Cin <= 65536 &&
          a.Cin % chunk_channels(a) == 0 && a.Cout > 0 && a.Cout % 32 == 0 &&
-         int64_t(a.N) * (a.H + 1) * (a.W + 1) * (a.Cout / tc_tconv_phase_channels(a.Cout)) < (int64_t(1) << 31);
+         int64_t(a.N) * (a.H + 1) * (a.W + 1) * (a.Cout / tc_tconv_phase_channels(a.Cout, x3(a))) < (int64_t(1) << 31);
 }
 
 size_t tc_tconv_mma_smem(const TcTconvArgs& a) {
@@ -314,8 +315,10 @@ size_t tc_tconv_mma_smem(const TcTconvArgs& a) {
 }
 
 bool tc_tconv_supports(const TcTconvArgs& a) {
-  const bool impl_ok =
-      a.impl == TcTconvArgs::Impl::wgmma ? a.encode_tensor_map != nullptr : a.smem_per_block >= tc_tconv_mma_smem(a);
+  // 3xTF32: wgmma only, with the filter's tails
+  const bool impl_ok = a.impl == TcTconvArgs::Impl::wgmma
+                           ? a.encode_tensor_map != nullptr && (!x3(a) || (a.w_lo && aligned16(a.w_lo)))
+                           : !x3(a) && a.smem_per_block >= tc_tconv_mma_smem(a);
   return tc_tconv_shape_ok(a) && a.x && a.w && a.y && aligned16(a.x) && aligned16(a.w) && aligned16(a.y) &&
          a.num_sms > 0 && impl_ok;
 }
@@ -325,7 +328,7 @@ TconvGeom tc_tconv_geom(const TcTconvArgs& a, int chunk_bytes) {
   tc_tconv_tile(a.H, a.W, &g.th, &g.tw);
   g.tiles_y = (a.H + g.th) / g.th;  // ceil((H + 1) / th)
   g.tiles_x = (a.W + g.tw) / g.tw;
-  g.ct = a.Cout / tc_tconv_phase_channels(a.Cout);
+  g.ct = a.Cout / tc_tconv_phase_channels(a.Cout, x3(a));
   g.items = a.N * g.tiles_y * g.tiles_x * g.ct;
   g.nchunks = a.Cin * (a.operands == Ops::f16 ? 2 : 4) / chunk_bytes;
   g.halo_bytes = (g.th + 1) * (g.tw + 1) * chunk_bytes;

@@ -22,7 +22,12 @@
 // once its last step has completed. The producer fills stages ahead across work items (tile x
 // channel tile, walked by persistent blocks), so a one-chunk tile (Cin = 64) never drains the ring.
 // Epilogue: fp16 through a per-warp staging buffer (stmatrix, then 16-byte coalesced stores);
-// fp32 (tf32 mode) as 8-byte stores.
+// fp32 (tf32 and 3xTF32 modes) as 8-byte stores.
+// 3xTF32 (32-channel phase tiles): a stage holds the filter's heads and its tails (two B tiles of
+// 36 KiB, two stages of 96 KiB); each fragment of x is split into its TF32 head and the exact rest,
+// and a step issues 27 MMAs into `part` from zero in three commit groups (x's tails x w's heads,
+// x's heads x w's tails, heads x heads, each over the nine taps in the order above); after the
+// step completes, part is added into the fp32 sums acc (cleared per item).
 #include <cuda.h>          // CUtensorMap and its enums
 #include <cudaTypedefs.h>  // the encoder's type
 #include <cuda_fp16.h>
@@ -44,13 +49,14 @@ namespace {
 using Ops = TcTconvArgs::Operands;
 constexpr int kThreads = 384;  // two consumer warpgroups and the producer warpgroup
 
-template <int BNC>
+template <int BNC, bool X3 = false>
 struct Cfg {
-  // two stages of 96 KiB (bnc 64) or three of 60 KiB (bnc 32)
-  static constexpr int kStages = BNC == 64 ? 2 : 3;
+  // two stages of 96 KiB (bnc 64; 3xTF32 at bnc 32: the filter's heads and tails) or three of 60 KiB (bnc 32)
+  static constexpr int kStages = BNC == 64 || X3 ? 2 : 3;
   static constexpr int kBBytes = 9 * BNC * 128;  // the chunk's filter: 9 taps x bnc rows (a multiple of 1024)
+  static constexpr int kNB = X3 ? 2 : 1;         // filter tiles per stage: the heads (and the tails)
   static constexpr int kABytes = kTconvMaxHalo * 128;
-  static constexpr int kStage = kBBytes + kABytes;
+  static constexpr int kStage = kNB * kBBytes + kABytes;
   static constexpr int kWarpOut = 16 * BNC * 2;  // a warp's fp16 staging: 16 cells x bnc channels
   static constexpr size_t kOut = size_t(kStages) * kStage;
   static constexpr size_t kBars = kOut + size_t(8) * kWarpOut;
@@ -78,6 +84,17 @@ __device__ __forceinline__ void mma(float (&d)[BNC / 2], const uint32_t (&a)[4],
   }
 }
 
+/// The nine taps' filter descriptors of step s at bt (tap t's rows at bt + t kTap), materialized
+/// before the MMAs that read them (no instruction may define a wgmma's inputs inside its group).
+template <uint32_t kTap>
+__device__ __forceinline__ void tap_descs(uint64_t (&d)[9], uint32_t bt) {
+#pragma unroll
+  for (int t = 0; t < 9; ++t) {
+    d[t] = smem_desc(bt + uint32_t(t) * kTap);
+    asm volatile("" : "+l"(d[t]));
+  }
+}
+
 /// Keeps a set of A fragments alive (unmodified) up to here: the MMAs read them asynchronously.
 __device__ __forceinline__ void reg_keep(const uint32_t (&r)[4][4]) {
 #pragma unroll
@@ -97,7 +114,8 @@ __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
 template <int BNC, Ops OPS>
 __device__ __forceinline__ void consume(const TcTconvArgs& a, const Geom& gm, uint32_t sbase, uint32_t full,
                                         uint32_t empty, int warp, int lane) {
-  using C = Cfg<BNC>;
+  constexpr bool X3 = OPS == Ops::tf32x3;
+  using C = Cfg<BNC, X3>;
   constexpr int S = C::kStages;
   constexpr bool F16 = OPS == Ops::f16;
   constexpr int R = BNC / 2;
@@ -123,26 +141,89 @@ __device__ __forceinline__ void consume(const TcTconvArgs& a, const Geom& gm, ui
   for (int p = 0; p < 4; ++p)
 #pragma unroll
     for (int e = 0; e < R; ++e) acc[p][e] = 0.0f;
-  uint32_t fa[4][4], fb[4][4];  // the two fragment sets (even and odd steps)
+  // 3xTF32: one step's products (from zero), added into acc after the step: a 32-deep chain per
+  // output at most (the four taps of P0 x 8 channels), as tc_conv's 3xTF32 chunks
+  constexpr int RP = R;  // (unused, and so eliminated, but for 3xTF32)
+  float part[4][RP];
+#pragma unroll
+  for (int p = 0; p < 4; ++p)
+#pragma unroll
+    for (int e = 0; e < RP; ++e) part[p][e] = 0.0f;
+  uint32_t fa[4][4], fb[4][4];  // the two fragment sets (even and odd steps): x (3xTF32: its heads)
+  uint32_t la[4][4], lb[4][4];  // 3xTF32: the tails of x (unused otherwise)
 #pragma unroll
   for (int nb = 0; nb < 4; ++nb)
 #pragma unroll
-    for (int i = 0; i < 4; ++i) fa[nb][i] = fb[nb][i] = 0;
+    for (int i = 0; i < 4; ++i) fa[nb][i] = fb[nb][i] = la[nb][i] = lb[nb][i] = 0;
   auto release = [&](int stage) {
     __syncwarp();
     if (lane == 0) mbar_arrive(empty + 8 * stage);
   };
-  // The four neighbours' fragments of step s (16 or 8 deep) of the chunk in stage `st`.
-  auto load = [&](uint32_t(&f)[4][4], uint32_t st, int s) {
-    const uint32_t at = st + C::kBBytes;
+  // The four neighbours' fragments of step s (16 or 8 deep) of the chunk in stage `st` (3xTF32: x
+  // = hi + lo, the head truncated to TF32 and the tail the exact rest, as tc_conv's tf32_split).
+  auto load = [&](uint32_t(&f)[4][4], uint32_t(&fl)[4][4], uint32_t st, int s) {
+    const uint32_t at = st + C::kNB * C::kBBytes;
 #pragma unroll
     for (int nb = 0; nb < 4; ++nb) {
       ldmatrix_x4(f[nb], at + nb_off[nb] + ((((2 * uint32_t(s)) + half) ^ nb_key[nb]) << 4));
-      if constexpr (!F16) {
+      if constexpr (X3) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const uint32_t hi = f[nb][i] & 0xffffe000u;
+          fl[nb][i] = __float_as_uint(__uint_as_float(f[nb][i]) - __uint_as_float(hi));
+          f[nb][i] = hi;
+        }
+      } else if constexpr (!F16) {
 #pragma unroll
         for (int i = 0; i < 4; ++i) f[nb][i] &= 0xffffe000u;  // TF32: truncated, as tc_conv's tf32 mode
       }
     }
+  };
+  // 3xTF32: the 27 MMAs of step s into part (from zero), in three groups of the nine taps in the
+  // order below: x's tails times w's heads, x's heads times w's tails, then heads times heads.
+  auto mmas_x3 = [&](uint32_t st, int s, const uint32_t(&cur)[4][4], const uint32_t(&curl)[4][4]) {
+    const uint32_t bt = st + 32 * uint32_t(s);  // tap t's heads at bt + t kTap, its tails kBBytes on
+    uint64_t d[9];
+    tap_descs<kTap>(d, bt);
+    int z = 0, one = 1;
+    asm volatile("" : "+r"(z), "+r"(one));
+#pragma unroll
+    for (int p = 0; p < 4; ++p)
+#pragma unroll
+      for (int e = 0; e < RP; ++e) reg_fence(part[p][e]);
+    wg_fence();
+    mma<BNC, false>(part[0], curl[0], d[0], z);
+    mma<BNC, false>(part[1], curl[0], d[1], z);
+    mma<BNC, false>(part[2], curl[0], d[3], z);
+    mma<BNC, false>(part[3], curl[0], d[4], z);
+    mma<BNC, false>(part[0], curl[1], d[2], one);
+    mma<BNC, false>(part[2], curl[1], d[5], one);
+    mma<BNC, false>(part[0], curl[2], d[6], one);
+    mma<BNC, false>(part[1], curl[2], d[7], one);
+    mma<BNC, false>(part[0], curl[3], d[8], one);
+    wg_commit();
+    tap_descs<kTap>(d, bt + uint32_t(C::kBBytes));
+    mma<BNC, false>(part[0], cur[0], d[0], one);
+    mma<BNC, false>(part[1], cur[0], d[1], one);
+    mma<BNC, false>(part[2], cur[0], d[3], one);
+    mma<BNC, false>(part[3], cur[0], d[4], one);
+    mma<BNC, false>(part[0], cur[1], d[2], one);
+    mma<BNC, false>(part[2], cur[1], d[5], one);
+    mma<BNC, false>(part[0], cur[2], d[6], one);
+    mma<BNC, false>(part[1], cur[2], d[7], one);
+    mma<BNC, false>(part[0], cur[3], d[8], one);
+    wg_commit();
+    tap_descs<kTap>(d, bt);
+    mma<BNC, false>(part[0], cur[0], d[0], one);
+    mma<BNC, false>(part[1], cur[0], d[1], one);
+    mma<BNC, false>(part[2], cur[0], d[3], one);
+    mma<BNC, false>(part[3], cur[0], d[4], one);
+    mma<BNC, false>(part[0], cur[1], d[2], one);
+    mma<BNC, false>(part[2], cur[1], d[5], one);
+    mma<BNC, false>(part[0], cur[2], d[6], one);
+    mma<BNC, false>(part[1], cur[2], d[7], one);
+    mma<BNC, false>(part[0], cur[3], d[8], one);
+    wg_commit();
   };
   // The nine MMAs of step s of the chunk in `st` on the fragments `cur`, committed as one group.
   auto mmas = [&](uint32_t st, int s, int zero_first, const uint32_t(&cur)[4][4]) {
@@ -173,14 +254,36 @@ __device__ __forceinline__ void consume(const TcTconvArgs& a, const Geom& gm, ui
     mma<BNC, F16>(acc[0], cur[3], d[8], one);
     wg_commit();
   };
-  // Waits for the group in flight; its fragments `cur` stay untouched until then.
-  auto retire = [&](const uint32_t(&cur)[4][4]) {
+  // Issues step s: mmas, or the 3xTF32 step into part.
+  auto issue = [&](uint32_t st, int s, int zero_first, const uint32_t(&cur)[4][4], const uint32_t(&curl)[4][4]) {
+    if constexpr (X3) {
+      mmas_x3(st, s, cur, curl);
+    } else {
+      mmas(st, s, zero_first, cur);
+    }
+  };
+  // Waits for the groups in flight; their fragments stay untouched until then (3xTF32: then adds
+  // the step's products into acc, rounding to nearest).
+  auto retire = [&](const uint32_t(&cur)[4][4], const uint32_t(&curl)[4][4]) {
     wg_wait<0>();
+    if constexpr (X3) {
 #pragma unroll
-    for (int p = 0; p < 4; ++p)
+      for (int p = 0; p < 4; ++p)
 #pragma unroll
-      for (int e = 0; e < R; ++e) reg_fence(acc[p][e]);
-    reg_keep(cur);
+        for (int e = 0; e < RP; ++e) reg_fence(part[p][e]);
+      reg_keep(cur);
+      reg_keep(curl);
+#pragma unroll
+      for (int p = 0; p < 4; ++p)
+#pragma unroll
+        for (int e = 0; e < R; ++e) acc[p][e] += part[p][e];
+    } else {
+#pragma unroll
+      for (int p = 0; p < 4; ++p)
+#pragma unroll
+        for (int e = 0; e < R; ++e) reg_fence(acc[p][e]);
+      reg_keep(cur);
+    }
   };
 
   // Per step: the MMAs on one fragment set while the other loads the next step (the next chunk's
@@ -190,27 +293,33 @@ __device__ __forceinline__ void consume(const TcTconvArgs& a, const Geom& gm, ui
   uint32_t phase = 0;
   for (int item = blockIdx.x; item < gm.items; item += gridDim.x) {
     const TconvItem it = tconv_item(gm, item);
+    if constexpr (X3) {  // the step sums go into acc by adds: from zero for every item (the MMAs never clear it)
+#pragma unroll
+      for (int p = 0; p < 4; ++p)
+#pragma unroll
+        for (int e = 0; e < R; ++e) acc[p][e] = 0.0f;
+    }
     mbar_wait(full + 8 * stage, phase);  // the item's first chunk is in
-    load(fa, sbase + uint32_t(stage) * C::kStage, 0);
+    load(fa, la, sbase + uint32_t(stage) * C::kStage, 0);
     for (int c = 0; c < gm.nchunks; ++c) {
       const uint32_t st = sbase + uint32_t(stage) * C::kStage;
       const int next = stage + 1 == S ? 0 : stage + 1;
       const uint32_t next_phase = stage + 1 == S ? phase ^ 1 : phase;
-      mmas(st, 0, c > 0 ? 1 : 0, fa);
-      load(fb, st, 1);
-      retire(fa);
-      mmas(st, 1, 1, fb);
-      load(fa, st, 2);
-      retire(fb);
-      mmas(st, 2, 1, fa);
-      load(fb, st, 3);
-      retire(fa);
-      mmas(st, 3, 1, fb);  // four 32-byte steps: 16-deep (fp16) or 8-deep (tf32)
+      issue(st, 0, c > 0 ? 1 : 0, fa, la);
+      load(fb, lb, st, 1);
+      retire(fa, la);
+      issue(st, 1, 1, fb, lb);
+      load(fa, la, st, 2);
+      retire(fb, lb);
+      issue(st, 2, 1, fa, la);
+      load(fb, lb, st, 3);
+      retire(fa, la);
+      issue(st, 3, 1, fb, lb);  // four 32-byte steps: 16-deep (fp16) or 8-deep (tf32, 3xTF32)
       if (c + 1 < gm.nchunks) {
         mbar_wait(full + 8 * next, next_phase);
-        load(fa, sbase + uint32_t(next) * C::kStage, 0);
+        load(fa, la, sbase + uint32_t(next) * C::kStage, 0);
       }
-      retire(fb);
+      retire(fb, lb);
       release(stage);  // every MMA that read this stage has completed
       stage = next;
       phase = next_phase;
@@ -273,10 +382,11 @@ __device__ __forceinline__ void consume(const TcTconvArgs& a, const Geom& gm, ui
 template <int BNC, Ops OPS>
 __global__ void __launch_bounds__(kThreads, 1)
     tc_tconv_kernel(TcTconvArgs a, Geom gm, const __grid_constant__ CUtensorMap map_x,
-                    const __grid_constant__ CUtensorMap map_w) {
+                    const __grid_constant__ CUtensorMap map_w, const __grid_constant__ CUtensorMap map_wlo) {
   dev::pdl_begin();
 #ifdef SG2_HAVE_WGMMA
-  using C = Cfg<BNC>;
+  constexpr bool X3 = OPS == Ops::tf32x3;
+  using C = Cfg<BNC, X3>;
   constexpr int S = C::kStages;
   constexpr bool F16 = OPS == Ops::f16;
   constexpr int kC = F16 ? 64 : 32;  // input channels per chunk (128 bytes)
@@ -306,10 +416,15 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int c = 0; c < gm.nchunks; ++c) {
           mbar_wait(empty + 8 * stage, phase ^ 1);  // the consumers are done with this stage
           const uint32_t bar = full + 8 * stage, st = sbase + uint32_t(stage) * C::kStage;
-          mbar_expect_tx(bar, uint32_t(C::kBBytes + gm.halo_bytes));
-          tma_load_4d(st + C::kBBytes, &map_x, c * kC, it.j0 - 1, it.i0 - 1, it.n, bar);
+          mbar_expect_tx(bar, uint32_t(C::kNB * C::kBBytes + gm.halo_bytes));
+          tma_load_4d(st + C::kNB * C::kBBytes, &map_x, c * kC, it.j0 - 1, it.i0 - 1, it.n, bar);
 #pragma unroll
           for (int b = 0; b < 3; ++b) tma_load_2d(st + b * 3 * kTap, &map_w, c * kC, (it.ct * 9 + 3 * b) * BNC, bar);
+          if constexpr (X3) {  // the filter's tails
+#pragma unroll
+            for (int b = 0; b < 3; ++b)
+              tma_load_2d(st + C::kBBytes + b * 3 * kTap, &map_wlo, c * kC, (it.ct * 9 + 3 * b) * BNC, bar);
+          }
           if (++stage == S) {
             stage = 0;
             phase ^= 1;
@@ -325,6 +440,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // built without sm_90a code: DeviceCaps::wgmma is false and the engine never launches it
   (void)a;
   (void)gm;
+  (void)map_wlo;
   if (threadIdx.x == 0 && blockIdx.x == 0) __trap();
 #endif
 }
@@ -357,17 +473,22 @@ void launch(const TcTconvArgs& a, const Geom& g, cudaStream_t stream) {
   const cuuint64_t wstrides[1] = {px};
   const cuuint32_t wbox[2] = {cuuint32_t(chunk_channels(a)), cuuint32_t(3 * bnc)};
   const CUtensorMap mw = encode(a, 2, a.w, wdims, wstrides, wbox, "filter");
+  constexpr bool X3 = OPS == Ops::tf32x3;
+  const CUtensorMap mwl = X3 ? encode(a, 2, a.w_lo, wdims, wstrides, wbox, "filter tails") : mw;
   auto* k = tc_tconv_kernel<BNC, OPS>;
-  SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Cfg<BNC>::kSmem)));
+  constexpr size_t smem = Cfg<BNC, X3>::kSmem;
+  SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   const int grid = std::max(1, std::min(g.items, a.num_sms));
-  dev::launch("tc_tconv_kernel", k, grid, kThreads, Cfg<BNC>::kSmem, stream, a, g, mx, mw);
+  dev::launch("tc_tconv_kernel", k, grid, kThreads, smem, stream, a, g, mx, mw, mwl);
 }
 
 }  // namespace
 
 void tc_tconv_wgmma(const TcTconvArgs& a, const TconvGeom& g, cudaStream_t stream) {
-  const int bnc = tc_tconv_phase_channels(a.Cout);
-  if (a.operands == Ops::f16) {
+  const int bnc = tc_tconv_phase_channels(a.Cout, a.operands == Ops::tf32x3);
+  if (a.operands == Ops::tf32x3) {
+    launch<32, Ops::tf32x3>(a, g, stream);  // 32-channel phase tiles: two filter tiles per stage
+  } else if (a.operands == Ops::f16) {
     if (bnc == 64)
       launch<64, Ops::f16>(a, g, stream);
     else

@@ -83,7 +83,9 @@ TcConvArgs tc_args(const ConvShape& s, ConvMath math, const ConvChoice& choice, 
 TcTconvArgs tconv_args(const ConvShape& s, ConvMath math, const ConvChoice& choice, const DeviceCaps& caps,
                        const void* x, void* y) {
   TcTconvArgs a;
-  a.operands = math == ConvMath::fp16 ? TcTconvArgs::Operands::f16 : TcTconvArgs::Operands::tf32;
+  a.operands = math == ConvMath::fp16   ? TcTconvArgs::Operands::f16
+               : math == ConvMath::tf32 ? TcTconvArgs::Operands::tf32
+                                        : TcTconvArgs::Operands::tf32x3;
   a.impl = choice.wgmma ? TcTconvArgs::Impl::wgmma : TcTconvArgs::Impl::mma;
   a.smem_per_block = caps.smem_per_block_optin;
   a.N = s.N;
@@ -175,17 +177,23 @@ ConvChoice choose_conv(const ConvShape& one_image, ConvMath math, const DeviceCa
   // its 128 MMA rows idle and the four phase GEMMs of tc_conv, which pack several images' pixels
   // into a tile, are faster (H100, mma.sync, 4 x 4 -> 9 x 9, 512 channels, batch 32: 0.072 against
   // 0.041 ms in fp16, 0.140 against 0.066 in tf32; from 8 x 8 on (81 cells), 1.0-1.85x faster;
-  // session 14). 64 cells: inputs of 7 x 7 and up.
+  // session 14). 64 cells: inputs of 7 x 7 and up. 3xTF32: wgmma only (its mma.sync twin has no
+  // three-product mode; tc_conv's phase GEMMs run it elsewhere), from 16 x 16 inputs up: there it wins
+  // at every batch (H100, auto, ffhq1024-f b64.conv0 0.104 -> 0.090 ms at batch 1, 1.951 -> 1.415 at
+  // 32; b32.conv0 0.042 -> 0.049 and 0.810 -> 0.482: the two together faster at both), while on 8 x 8
+  // it costs batch 1 0.020 ms per layer (0.026 -> 0.046; 0.373 -> 0.167 at 32, 1.348 -> 0.641 for
+  // paper256's at 128) and on 4 x 4 is slower at every batch (0.113 -> 0.164 at 32); session 16.
   const bool tconv_wgmma = caps.wgmma && caps.encode_tensor_map != nullptr;
   ConvChoice tc_choice = c;
   tc_choice.wgmma = tconv_wgmma;
   const TcTconvArgs tprobe = tconv_args(s, math, tc_choice, caps, nullptr, nullptr);
   int tile_rows = 0, tile_cols = 0;
   if (s.transposed) tc_tconv_tile(s.H, s.W, &tile_rows, &tile_cols);
-  const bool tconv_mma =
-      caps.cc_major >= 8 && tc_tconv_mma_smem(tprobe) <= caps.smem_per_block_optin && tile_rows * tile_cols >= 64;
-  const bool tconv_ok =
-      s.transposed && s.k == 3 && data_ok && !fp32 && tc_tconv_shape_ok(tprobe) && (tconv_wgmma || tconv_mma);
+  const bool tconv_mma = !fp32 && caps.cc_major >= 8 && tc_tconv_mma_smem(tprobe) <= caps.smem_per_block_optin &&
+                         tile_rows * tile_cols >= 64;
+  const bool tconv_wgmma_x3 = tconv_wgmma && std::min(s.H, s.W) >= 16;
+  const bool tconv_ok = s.transposed && s.k == 3 && data_ok && tc_tconv_shape_ok(tprobe) &&
+                        (fp32 ? tconv_wgmma_x3 : tconv_wgmma || tconv_mma);
   if (tconv_ok) {
     c = tc_choice;
     c.impl = ConvImpl::tc_transposed;
@@ -382,6 +390,7 @@ bool Conv::try_run(int ci, const void* x, const void* w, void* y, void* workspac
     case ConvImpl::tc_transposed: {
       TcTconvArgs a = tconv_args(shape_, math_, choice_, caps_, x, y);
       a.w = w_tconv_;
+      a.w_lo = w_tconv_lo_;
       if (!tc_tconv_supports(a)) return false;
       tc_tconv(a, stream);
       return true;
@@ -429,7 +438,9 @@ void Conv::select(const void* x, const void* w, void* y, void* workspace, size_t
     const ConvImpl impl = candidates_[static_cast<size_t>(i)].impl;
     if (impl == ConvImpl::tensor_core && (w_hi_ == nullptr || (math_ == ConvMath::fp32_strict && w_lo_ == nullptr)))
       continue;
-    if (impl == ConvImpl::tc_transposed && w_tconv_ == nullptr) continue;
+    if (impl == ConvImpl::tc_transposed &&
+        (w_tconv_ == nullptr || (math_ == ConvMath::fp32_strict && w_tconv_lo_ == nullptr)))
+      continue;
     if (!try_run(i, x, w, y, workspace, workspace_bytes, stream)) continue;
     const cudaError_t e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess) throw_cuda_error(e, "convolution (implementation trial)", __FILE__, __LINE__);

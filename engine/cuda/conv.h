@@ -70,10 +70,10 @@ struct ConvChoice {
 };
 
 /// THE selection table, in one place: how a convolution of `one_image` (N = 1) runs in `math` on
-/// this device. Batch-invariant (the default): fp16 and tf32 transposed convs on tc_transposed
-/// (Cin % 64 fp16 / % 32 tf32, Cout % 32; wgmma where the device has it, else mma.sync on sm_80+
-/// with 60 or 96 KiB of shared memory per block where a tile has 64 cells or more: inputs of
-/// 7 x 7 and up); else tensor_core where the
+/// this device. Batch-invariant (the default): transposed convs on tc_transposed (Cin % 64 fp16 /
+/// % 32 tf32 and fp32_strict, Cout % 32; wgmma where the device has it, in every precision, else in
+/// fp16 and tf32 mma.sync on sm_80+ with 60 or 96 KiB of shared memory per block where a tile has
+/// 64 cells or more: inputs of 7 x 7 and up); else tensor_core where the
 /// device runs it (sm_80+ with the kernel's shared memory per block; wgmma on Hopper where Cout %
 /// 64), 3x3, Cin a multiple of 32 (64 for fp16) and Cout of 32, split-K from a time estimate for
 /// one image (the resnet skip's 1x1, pad 0, too: mma.sync, one tap); fp32_strict: then simt (3x3,
@@ -109,8 +109,12 @@ class Conv {
     w_hi_ = w_hi;
     w_lo_ = w_lo;
   }
-  /// The filter in the transposed-conv kernel's layout (tc_tconv_pack_weights). Call before select().
-  void set_tconv_weights(const void* w) { w_tconv_ = w; }
+  /// The filter in the transposed-conv kernel's layout (tc_tconv_pack_weights; fp32_strict: its
+  /// TF32 heads in w and tails in w_lo, tf32x3_split_weights). Call before select().
+  void set_tconv_weights(const void* w, const float* w_lo = nullptr) {
+    w_tconv_ = w;
+    w_tconv_lo_ = w_lo;
+  }
   /// The implementation select() chose.
   ConvImpl impl() const;
   /// "cudnn fwd algo 1 (tensor op, workspace 0 MiB)", "tensor-core implicit gemm, 3xtf32 ... (wgmma,
@@ -153,6 +157,7 @@ class Conv {
   const void* w_hi_ = nullptr;
   const float* w_lo_ = nullptr;
   const void* w_tconv_ = nullptr;
+  const float* w_tconv_lo_ = nullptr;
   int selected_ = -1;  // index into candidates_, -1: direct kernel
   bool selected_set_ = false;
 };

@@ -141,15 +141,18 @@ DeviceModel::DeviceModel(const Model& model, Precision precision, const DeviceCa
       }
     }
     if (K == 9 && l.up == 2 && choice.needs(ConvImpl::tc_transposed)) {
-      // the transposed-conv kernel's layout: fp16, or TF32 heads (rounded to nearest)
+      // the transposed-conv kernel's layout: fp16, or TF32 heads (rounded to nearest), and for
+      // 3xTF32 (32-channel phase tiles) the tails
+      const bool x3 = c.math == ConvMath::fp32_strict;
       std::vector<float> packed(dev.size()), lo(dev.size());
-      tc_tconv_pack_weights(dev.data(), I, O, packed.data());
+      tc_tconv_pack_weights(dev.data(), I, O, packed.data(), x3);
       if (c.math == ConvMath::fp16) {
         c.weight_tconv_off = ar.add(packed, DType::f16);
       } else {
         std::vector<float> hi(dev.size());
         tf32x3_split_weights(packed.data(), packed.size(), hi.data(), lo.data());
         c.weight_tconv_off = ar.add(hi);
+        if (x3) c.weight_tconv_lo_off = ar.add(lo);
       }
     }
     c.bias_off = ar.add(model.at(l.name + ".bias").vec());

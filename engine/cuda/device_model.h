@@ -30,9 +30,10 @@ struct ConvLayer {
   size_t weight_hi_off = 0;  ///< the tensor-core kernel's filter [Cout, 3, 3, Cin] (conv.h set_packed_weights):
                              ///< fp32_strict the TF32 heads, tf32 the same, fp16 the fp16 weights; 0: none
   size_t weight_lo_off = 0;  ///< fp32_strict: the TF32 tails; else 0
-  size_t weight_tconv_off = 0;  ///< conv0 on tc_transposed: its filter in tc_tconv_pack_weights' layout; 0: none
-  size_t bias_off = 0;          ///< [Cout] fp32
-  size_t noise_const_off = 0;   ///< [r, r] fp32 (use_noise)
+  size_t weight_tconv_off = 0;     ///< conv0 on tc_transposed: its filter in tc_tconv_pack_weights' layout; 0: none
+  size_t weight_tconv_lo_off = 0;  ///< fp32_strict conv0 on tc_transposed: the TF32 tails of that filter; else 0
+  size_t bias_off = 0;             ///< [Cout] fp32
+  size_t noise_const_off = 0;      ///< [r, r] fp32 (use_noise)
   float noise_strength = 0.0f;
   int noise_offset = 0;  ///< offset of its map inside one sample's per-sample noise maps
   int s_col = 0;         ///< first column of its styles in s / s_in

@@ -191,7 +191,9 @@ Executor::Executor(const DeviceModel& m, int N, cudnnHandle_t cudnn, const Devic
       if (!c) return;
       if (l && l->weight_hi_off)
         c->set_packed_weights(m.at<char>(l->weight_hi_off), l->weight_lo_off ? m.at(l->weight_lo_off) : nullptr);
-      if (l && l->weight_tconv_off) c->set_tconv_weights(m.at<char>(l->weight_tconv_off));
+      if (l && l->weight_tconv_off)
+        c->set_tconv_weights(m.at<char>(l->weight_tconv_off),
+                             l->weight_tconv_lo_off ? m.at(l->weight_tconv_lo_off) : nullptr);
       c->select(x, m.at<char>(w_off), y, workspace_.get(), workspace_.bytes(), stream);
       workspace_used = std::max(workspace_used, c->workspace());
     };

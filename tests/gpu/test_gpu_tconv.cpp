@@ -7,6 +7,8 @@
 // positions and in smaller batches gives the same bits, whatever the pipeline's depth).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -55,9 +57,9 @@ std::vector<Variant> variants() {
 
 /// The kernel's inputs for a case: x [N, H, W, Cin] and the filter, on the host and the device.
 struct Inputs {
-  Tensor x;  // NCHW
-  Tensor w;  // [Cout, Cin, 3, 3]
-  DeviceBuffer d_x, d_w;
+  Tensor x;                      // NCHW
+  Tensor w;                      // [Cout, Cin, 3, 3]
+  DeviceBuffer d_x, d_w, d_wlo;  // d_wlo: 3xTF32's filter tails
 };
 
 Inputs make_inputs(const Case& c, Ops ops, uint32_t seed) {
@@ -69,13 +71,18 @@ Inputs make_inputs(const Case& c, Ops ops, uint32_t seed) {
     in.x = round_f16(in.x);
     in.w = round_f16(in.w);
   }
-  // device filter [Cin, 3, 3, Cout], then the kernel's layout (TF32 heads for tf32)
-  std::vector<float> wd(size_t(in.w.numel())), packed(wd.size()), lo(wd.size());
+  // device filter [Cin, 3, 3, Cout], then the kernel's layout (TF32 heads for tf32; 3xTF32: heads
+  // and tails of 32-channel phase tiles)
+  std::vector<float> wd(size_t(in.w.numel())), packed(wd.size()), hi(wd.size()), lo(wd.size());
   for (int o = 0; o < c.Cout; ++o)
     for (int i = 0; i < c.Cin; ++i)
       for (int t = 0; t < 9; ++t) wd[(size_t(i) * 9 + t) * c.Cout + o] = in.w[(int64_t(o) * c.Cin + i) * 9 + t];
-  cuda::tc_tconv_pack_weights(wd.data(), c.Cin, c.Cout, packed.data());
-  if (ops == Ops::tf32) cuda::tf32x3_split_weights(packed.data(), packed.size(), packed.data(), lo.data());
+  cuda::tc_tconv_pack_weights(wd.data(), c.Cin, c.Cout, packed.data(), ops == Ops::tf32x3);
+  if (ops != Ops::f16) {  // not in place: lo = w - hi must read w before hi overwrites it
+    cuda::tf32x3_split_weights(packed.data(), packed.size(), hi.data(), lo.data());
+    packed = hi;
+  }
+  if (ops == Ops::tf32x3) in.d_wlo = to_device(Tensor({int64_t(lo.size())}, lo));
   // x NHWC (non-square: transpose by hand)
   Tensor xn({c.N, c.H, c.W, c.Cin});
   for (int n = 0; n < c.N; ++n)
@@ -103,6 +110,7 @@ std::vector<char> run(const Case& c, Ops ops, const Variant& v, const Inputs& in
   a.Cout = c.Cout;
   a.x = static_cast<const char*>(in.d_x.get()) + size_t(first) * x_per * esz;
   a.w = in.d_w.get();
+  a.w_lo = ops == Ops::tf32x3 ? in.d_wlo.as<float>() : nullptr;
   a.y = d_y.get();
   a.num_sms = c.num_sms;
   a.impl = v.impl;
@@ -135,15 +143,17 @@ Tensor to_float_nchw(const std::vector<char>& raw, Ops ops, int N, int OH, int O
   return t;
 }
 
-/// Whether variant v runs case c (mma.sync with 60 KiB: 32-channel phase tiles only).
+/// Whether variant v runs case c (mma.sync with 60 KiB: 32-channel phase tiles only; 3xTF32:
+/// wgmma only).
 bool runs(const Variant& v, const Case& c, Ops ops) {
   cuda::TcTconvArgs a;
   a.operands = ops;
   a.Cout = c.Cout;
+  if (ops == Ops::tf32x3) return v.impl == Impl::wgmma;
   return v.impl == Impl::wgmma || v.smem >= cuda::tc_tconv_mma_smem(a);
 }
 constexpr const char* kNoTconv = "this GPU is older than sm_80: the transposed-conv kernels do not run";
-const char* name(Ops ops) { return ops == Ops::f16 ? "fp16" : "tf32"; }
+const char* name(Ops ops) { return ops == Ops::f16 ? "fp16" : ops == Ops::tf32 ? "tf32" : "3xtf32"; }
 
 /// A tensor-map encoder for the selection table's pretend Hopper (never called).
 CUresult no_encoder(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
@@ -167,15 +177,16 @@ TEST(GpuKernels, TransposedTensorCoreConvMatchesReference) {
   uint32_t seed = 3100;
   int checked = 0;
   for (const Case& c : cases)
-    for (Ops ops : {Ops::f16, Ops::tf32}) {
+    for (Ops ops : {Ops::f16, Ops::tf32, Ops::tf32x3}) {
       const Inputs in = make_inputs(c, ops, seed += 2);
       const Tensor ref = ref::conv_transpose2d_stride2(in.x, in.w, false);
       const int OH = 2 * c.H + 1, OW = 2 * c.W + 1;
       for (const Variant& v : variants()) {
         if (!runs(v, c, ops)) continue;
         const Tensor got = to_float_nchw(run(c, ops, v, in, 0, c.N), ops, c.N, OH, OW, c.Cout);
-        // fp16: the output's rounding (and fp16 operands, exact products); tf32: 10-bit operands
-        EXPECT_TRUE(near_rel(got, ref, 4e-3,
+        // fp16: the output's rounding (and fp16 operands, exact products); tf32: 10-bit operands;
+        // 3xTF32: fp32 sums (the reference's own rounding)
+        EXPECT_TRUE(near_rel(got, ref, ops == Ops::tf32x3 ? 2e-5 : 4e-3,
                              v.label + " " + name(ops) + " N=" + std::to_string(c.N) + " H=" + std::to_string(c.H) +
                                  " W=" + std::to_string(c.W) + " " + std::to_string(c.Cin) + "->" +
                                  std::to_string(c.Cout) + " blocks " + std::to_string(c.num_sms)));
@@ -183,6 +194,49 @@ TEST(GpuKernels, TransposedTensorCoreConvMatchesReference) {
       }
     }
   std::cout << "  transposed conv vs the CPU reference: " << checked << " runs\n";
+}
+
+// 3xTF32 (fp32 and auto's fp32 blocks on Hopper) is as accurate as fp32 FMA sums and far more
+// accurate than TF32: errors against a double-precision sum on the shapes where it matters (512
+// input channels: up to 2,048 products per output).
+TEST(GpuKernels, TransposedTensorCoreConv3xTf32IsAsAccurateAsFma) {
+  SG2_REQUIRE_GPU();
+  if (!gpu_caps().wgmma || gpu_caps().encode_tensor_map == nullptr) GTEST_SKIP() << "3xTF32 runs on wgmma only";
+  const Variant wg{Impl::wgmma, 0, "wgmma"};
+  const Case cases[] = {{1, 8, 8, 512, 64, 132}, {2, 4, 4, 512, 32, 132}, {1, 16, 12, 256, 96, 132}};
+  uint32_t seed = 5200;
+  for (const Case& c : cases) {
+    const int OH = 2 * c.H + 1, OW = 2 * c.W + 1;
+    const Inputs x3 = make_inputs(c, Ops::tf32x3, seed), tf = make_inputs(c, Ops::tf32, seed);
+    seed += 2;
+    // the double-precision sum, NCHW
+    std::vector<double> want(size_t(c.N) * c.Cout * OH * OW, 0.0);
+    for (int n = 0; n < c.N; ++n)
+      for (int i = 0; i < c.Cin; ++i)
+        for (int a = 0; a < c.H; ++a)
+          for (int b = 0; b < c.W; ++b) {
+            const double xv = x3.x[((int64_t(n) * c.Cin + i) * c.H + a) * c.W + b];
+            for (int o = 0; o < c.Cout; ++o)
+              for (int ky = 0; ky < 3; ++ky)
+                for (int kx = 0; kx < 3; ++kx)
+                  want[((size_t(n) * c.Cout + o) * OH + 2 * a + ky) * OW + 2 * b + kx] +=
+                      xv * double(x3.w[((int64_t(o) * c.Cin + i) * 3 + ky) * 3 + kx]);
+          }
+    double scale = 0;
+    for (double v : want) scale = std::max(scale, std::fabs(v));
+    auto err = [&](const Tensor& t) {
+      double e = 0;
+      for (size_t k = 0; k < want.size(); ++k) e = std::max(e, std::fabs(double(t[int64_t(k)]) - want[k]));
+      return e / scale;
+    };
+    const double e_fma = err(ref::conv_transpose2d_stride2(x3.x, x3.w, false));  // fp32 sums on the CPU
+    const double e_x3 = err(to_float_nchw(run(c, Ops::tf32x3, wg, x3, 0, c.N), Ops::tf32x3, c.N, OH, OW, c.Cout));
+    const double e_tf = err(to_float_nchw(run(c, Ops::tf32, wg, tf, 0, c.N), Ops::tf32, c.N, OH, OW, c.Cout));
+    std::cout << "  transposed " << c.Cin << "->" << c.Cout << " " << c.H << "x" << c.W
+              << ": max|err|/scale fp32 (cpu) " << e_fma << ", 3xtf32 " << e_x3 << ", tf32 " << e_tf << "\n";
+    EXPECT_LE(e_x3, std::max(3.0 * e_fma, 1e-6)) << "3xTF32 should be as accurate as fp32 sums";
+    EXPECT_LT(e_x3 * 30.0, e_tf) << "3xTF32 should be far more accurate than TF32";
+  }
 }
 
 // Batch invariance by construction: an image's output has the same bits alone, at any position
@@ -194,7 +248,7 @@ TEST(GpuKernels, TransposedTensorCoreConvIsBatchInvariant) {
   const Case cases[] = {{6, 16, 16, 128, 64, 132}, {5, 8, 8, 512, 256, 132}, {5, 32, 32, 64, 32, 132}};
   int checked = 0;
   for (const Case& c : cases)
-    for (Ops ops : {Ops::f16, Ops::tf32}) {
+    for (Ops ops : {Ops::f16, Ops::tf32, Ops::tf32x3}) {
       const Inputs in = make_inputs(c, ops, 4100 + checked);
       std::vector<char> mma_all;  // the first mma.sync variant's batch
       for (const Variant& v : variants()) {
@@ -225,10 +279,10 @@ TEST(GpuKernels, TransposedTensorCoreConvIsBatchInvariant) {
   EXPECT_GE(checked, 6);
 }
 
-// The selection table (host only, runs without a GPU): fp16 and tf32 transposed convs run on the
-// one-GEMM-per-tile kernel on Hopper (wgmma), A100 and the sm_86/sm_89 cards (mma.sync, with its
-// shared memory, from 7 x 7 inputs on), not on older GPUs nor in fp32 (3xTF32 is tc_conv's); the
-// rest on tc_conv where its shared memory fits, else the SIMT (fp32) or the direct kernel.
+// The selection table (host only, runs without a GPU): transposed convs run on the one-GEMM-per-tile
+// kernel on Hopper (wgmma, every precision), and in fp16 and tf32 on A100 and the sm_86/sm_89 cards
+// (mma.sync, with its shared memory, from 7 x 7 inputs on), not on older GPUs; the rest on tc_conv
+// where its shared memory fits, else the SIMT (fp32) or the direct kernel.
 TEST(GpuKernels, ConvSelectionPerDevice) {
   struct Dev {
     int major, minor;
@@ -272,11 +326,12 @@ TEST(GpuKernels, ConvSelectionPerDevice) {
         // the transposed conv: one GEMM per tile on wgmma (Hopper with its encoder), else on mma.sync
         // (sm_80+, 96 KiB for 64-channel phase tiles or 60 KiB for 32) where a tile has 64 cells
         s.transposed = true;
-        for (int h : {64, 7, 6, 4}) {
+        for (int h : {64, 16, 8, 7, 6, 4}) {
           s.H = s.W = h;
           const bool by_wgmma = d.wgmma && d.encoder;
           const bool by_mma = d.major >= 8 && d.smem >= (cout % 64 == 0 ? 96u : 60u) * 1024 && h >= 7;
-          const bool tiled = !fp32 && (by_wgmma || by_mma);
+          // 3xTF32: wgmma only, from 16 x 16 inputs up
+          const bool tiled = fp32 ? by_wgmma && h >= 16 : by_wgmma || by_mma;
           const cuda::ConvChoice c = cuda::choose_conv(s, m, caps, true);
           EXPECT_EQ(c.impl, tiled ? cuda::ConvImpl::tc_transposed : untiled)
               << where << " transposed " << h << " x " << h;
@@ -295,7 +350,7 @@ TEST(GpuKernels, ConvSelectionPerDevice) {
         EXPECT_FALSE(one.wgmma) << where << " 1x1";
       }
   }
-  EXPECT_EQ(checked, 7 * 3 * 3 * 4);
+  EXPECT_EQ(checked, 7 * 3 * 3 * 6);
 }
 
 // The tile rule (host only, runs without a GPU): at most 128 cells, the halo within 192 rows, and
