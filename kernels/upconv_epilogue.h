@@ -47,6 +47,9 @@ struct UpEpilogueArgs {
   /// The device's SMs (DeviceCaps::sm_count): fewer rows per block where the grid would not fill
   /// them 16 times (the same sums at every height); 0: the tallest blocks.
   int num_sms = 0;
+  /// Columns per thread of the separable fp16 kernel: 0 the kernel's choice (4 where W % 4 == 0),
+  /// 2 forces the two-column kernel (tests compare the two bit for bit).
+  int sep_columns = 0;
 };
 
 void upconv_epilogue(const UpEpilogueArgs& a, cudaStream_t stream);
