@@ -216,7 +216,8 @@ void launch_rows(const UpEpilogueArgs& a, cudaStream_t stream) {
   while (ty > 4 && blocks_at(ty) < int64_t(32) * a.num_sms) ty /= 2;
   const int64_t blocks = blocks_at(ty);
   if (blocks > INT32_MAX)
-    fail(ErrorKind::unsupported, "upconv_epilogue: batch ", a.N, " of ", a.H, " x ", a.W, " is too large for one launch");
+    fail(ErrorKind::unsupported, "upconv_epilogue: batch ", a.N, " of ", a.H, " x ", a.W,
+         " is too large for one launch");
   const int tiles_y = (a.H + ty - 1) / ty;
   if (ty == 16)
     launch4<Tout, 16>(a, tiles_x, tiles_y, cblocks, blocks, stream);
@@ -231,8 +232,8 @@ void launch_rows(const UpEpilogueArgs& a, cudaStream_t stream) {
 
 bool upconv_epilogue_f16_supports(const UpEpilogueArgs& a) {
   auto aligned = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; };
-  return a.sep_columns != 2 && a.t_dtype == DType::f16 && a.C % 8 == 0 && a.W % 4 == 0 && a.fsize == 4 &&
-         a.filter1d && a.lrelu && a.out && aligned(a.t) && aligned(a.out) && aligned(a.raw);
+  return a.sep_columns != 2 && a.t_dtype == DType::f16 && a.C % 8 == 0 && a.W % 4 == 0 && a.fsize == 4 && a.filter1d &&
+         a.lrelu && a.out && aligned(a.t) && aligned(a.out) && aligned(a.raw);
 }
 
 void upconv_epilogue_f16(const UpEpilogueArgs& a, cudaStream_t stream) {
