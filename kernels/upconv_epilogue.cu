@@ -233,7 +233,9 @@ __global__ void __launch_bounds__(kThreads) upconv_epilogue_kernel(UpEpilogueArg
   }
 }
 
-// The separable 4-tap FIR (the filter is outer(filter1d, filter1d)), C % 8 == 0, W even: a block
+// The separable 4-tap FIR (the filter is outer(filter1d, filter1d)), C % 8 == 0, W even, for fp32 t
+// and for fp16 t that the four-column kernel does not take (upconv_epilogue_f16.cu: W % 4 == 2,
+// no lrelu or out buffer, UpEpilogueArgs::sep_columns = 2): a block
 // computes kSepTY x 32 output pixels x 32 channels of one sample from the (kSepTY + 3) x 35 pixel
 // window of t, copied by cp.async in t's own type (zeros outside t; no registers on the way, so
 // the block's five or four neighbours on the SM compute while its copy is in flight). A thread

@@ -33,9 +33,6 @@ __device__ __forceinline__ void store4(__half* p, const float (&v)[4]) {
 
 }  // namespace dev_up
 
-/// Whether the four-column fp16 kernel takes `a` (fp16 t, C % 8 == 0, W % 4 == 0, the separable
-/// 4-tap FIR, lrelu, 16-byte aligned buffers; UpEpilogueArgs::sep_columns not 2).
-bool upconv_epilogue_f16_supports(const UpEpilogueArgs& a);
 /// The four-column fp16 kernel (kernels/upconv_epilogue_f16.cu): the same sums and epilogue as the
 /// two-column one, so the same bits.
 void upconv_epilogue_f16(const UpEpilogueArgs& a, cudaStream_t stream);

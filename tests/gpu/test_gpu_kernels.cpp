@@ -608,7 +608,8 @@ TEST(GpuKernels, UpconvEpilogueMatchesReference) {
 // The four-column fp16 kernel (kernels/upconv_epilogue_f16.cu) gives the two-column kernel's bits
 // (UpEpilogueArgs::sep_columns = 2 forces the latter): the same sums in the same order and the same
 // epilogue arithmetic, with and without clamp, raw output, noise and tables; partial tiles in both
-// directions, several channel blocks, 16-, 8- and 4-row tiles (num_sms picks them).
+// directions, several channel blocks, 16-, 8- and 4-row tiles (num_sms picks them: 0 the tallest; a
+// height is halved while the grid has fewer than 32 x num_sms blocks).
 TEST(GpuKernels, UpconvEpilogueColumnsAgreeBitForBit) {
   SG2_REQUIRE_GPU();
   struct Case {
@@ -621,7 +622,12 @@ TEST(GpuKernels, UpconvEpilogueColumnsAgreeBitForBit) {
                         {3, 96, 8, 8, 132, DType::f32, false, true, true, true},
                         {2, 40, 36, 44, 132, DType::f16, true, false, false, false},
                         {1, 32, 16, 16, 132, DType::f32, true, false, true, false},
-                        {1, 512, 8, 8, 132, DType::f16, false, false, true, true}};
+                        {1, 512, 8, 8, 132, DType::f16, false, false, true, true},
+                        // 8-row tiles (16 blocks at 16 rows, 32 at 8), the last one partial at 44 rows
+                        {2, 32, 64, 64, 1, DType::f16, true, false, true, true},
+                        {2, 64, 44, 64, 1, DType::f32, true, true, true, false},
+                        // fp32 output in 16-row tiles, partial in height and width
+                        {1, 32, 40, 36, 0, DType::f32, false, false, true, false}};
   const std::vector<float> filter = make_filter2d({1, 3, 3, 1});
   auto d_f = to_device(filter), d_f1 = to_device(std::vector<float>{0.125f, 0.375f, 0.375f, 0.125f});
   uint32_t seed = 4100;
@@ -664,6 +670,7 @@ TEST(GpuKernels, UpconvEpilogueColumnsAgreeBitForBit) {
       a.out_scale_stride = C;
       a.raw = k.raw ? d_raw.get() : nullptr;
       a.sep_columns = cols;
+      EXPECT_EQ(cuda::upconv_epilogue_f16_supports(a), cols == 4);  // the two kernels, not one twice
       cuda::upconv_epilogue(a, nullptr);
       SG2_CUDA_CHECK(cudaDeviceSynchronize());
       got[cols / 4].push_back(from_device(d_out.get(), {N, H, W, C}, k.out));
