@@ -14,6 +14,7 @@
 #include "kernels/pdl.cuh"
 #include "kernels/tc_conv_device.cuh"
 #include "kernels/upconv_epilogue.h"
+#include "kernels/upconv_epilogue_device.cuh"
 
 namespace sg2::cuda {
 
@@ -232,7 +233,9 @@ __global__ void __launch_bounds__(kThreads) upconv_epilogue_kernel(UpEpilogueArg
   }
 }
 
-// The separable 4-tap FIR (the filter is outer(filter1d, filter1d)), C % 8 == 0, W even: a block
+// The separable 4-tap FIR (the filter is outer(filter1d, filter1d)), C % 8 == 0, W even, for fp32 t
+// and for fp16 t that the four-column kernel does not take (upconv_epilogue_f16.cu: W % 4 == 2,
+// no lrelu or out buffer, UpEpilogueArgs::sep_columns = 2): a block
 // computes kSepTY x 32 output pixels x 32 channels of one sample from the (kSepTY + 3) x 35 pixel
 // window of t, copied by cp.async in t's own type (zeros outside t; no registers on the way, so
 // the block's five or four neighbours on the SM compute while its copy is in flight). A thread
@@ -256,25 +259,6 @@ struct SepCfg {
     return (r * kSepCols + col) * kPix;
   }
 };
-
-/// 4 consecutive channels of a staged pixel as floats (8 bytes of fp16 or 16 of fp32).
-__device__ __forceinline__ float4 load4(const unsigned char* p, __half) {
-  const uint2 raw = *reinterpret_cast<const uint2*>(p);
-  const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&raw.x));
-  const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&raw.y));
-  return make_float4(lo.x, lo.y, hi.x, hi.y);
-}
-__device__ __forceinline__ float4 load4(const unsigned char* p, float) { return *reinterpret_cast<const float4*>(p); }
-
-__device__ __forceinline__ void store4(float* p, const float (&v)[4]) {
-  *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
-}
-__device__ __forceinline__ void store4(__half* p, const float (&v)[4]) {
-  uint2 raw;
-  *reinterpret_cast<__half2*>(&raw.x) = __floats2half2_rn(v[0], v[1]);
-  *reinterpret_cast<__half2*>(&raw.y) = __floats2half2_rn(v[2], v[3]);
-  *reinterpret_cast<uint2*>(p) = raw;
-}
 
 template <typename Tin, typename Tout, int TY>
 __global__ void __launch_bounds__(kSepThreads)
@@ -350,7 +334,7 @@ __global__ void __launch_bounds__(kSepThreads)
   for (int r_in = 0; r_in < SR; ++r_in) {
     float4 s[F + 1];
 #pragma unroll
-    for (int j = 0; j <= F; ++j) s[j] = load4(sp + Cfg::offset(r_in, 2 * p + j), Tin());
+    for (int j = 0; j <= F; ++j) s[j] = dev_up::load4(sp + Cfg::offset(r_in, 2 * p + j), Tin());
     float h[2][4];
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
@@ -387,8 +371,8 @@ __global__ void __launch_bounds__(kSepThreads)
         o[e] = v[e] * os[e];
       }
       const size_t at = out0 + (size_t(r) * a.W + k) * a.C;
-      if (a.out) store4(static_cast<Tout*>(a.out) + at, o);
-      if (a.raw) store4(static_cast<Tout*>(a.raw) + at, v);
+      if (a.out) dev_up::store4(static_cast<Tout*>(a.out) + at, o);
+      if (a.raw) dev_up::store4(static_cast<Tout*>(a.raw) + at, v);
     }
   }
 }
@@ -454,6 +438,10 @@ void upconv_epilogue(const UpEpilogueArgs& a, cudaStream_t stream) {
   if (a.N <= 0 || a.H <= 0 || a.W <= 0 || a.C <= 0) return;
   if (a.fsize < 1 || a.fsize > kMaxF)
     fail(ErrorKind::unsupported, "the CUDA backend supports resample filters of 1 to ", kMaxF, " taps, not ", a.fsize);
+  if (upconv_epilogue_f16_supports(a)) {  // fp16 t: four columns per thread (upconv_epilogue_f16.cu)
+    upconv_epilogue_f16(a, stream);
+    return;
+  }
   if (a.N * static_cast<int64_t>((a.C + kCB - 1) / kCB) > 65535 || (a.H + kTY - 1) / kTY > 65535)
     fail(ErrorKind::unsupported, "upconv_epilogue: batch ", a.N, " x ", a.C, " channels is too large for one launch");
   const bool in16 = a.t_dtype == DType::f16, out16 = a.out_dtype == DType::f16;

@@ -45,10 +45,19 @@ struct UpEpilogueArgs {
   int out_scale_stride = 0;
   void* raw = nullptr;  // [N, H, W, C] in out_dtype, or null
   /// The device's SMs (DeviceCaps::sm_count): fewer rows per block where the grid would not fill
-  /// them 16 times (the same sums at every height); 0: the tallest blocks.
+  /// them 16 times (32 for the fp16 kernel's two-warp blocks; the same sums at every height); 0: the
+  /// tallest blocks.
   int num_sms = 0;
+  /// Columns per thread of the separable fp16 kernel: 0 the kernel's choice (4 where W % 4 == 0),
+  /// 2 forces the two-column kernel (tests compare the two bit for bit).
+  int sep_columns = 0;
 };
 
 void upconv_epilogue(const UpEpilogueArgs& a, cudaStream_t stream);
+
+/// Whether upconv_epilogue takes its four-column fp16 kernel for `a` (fp16 t, C % 8 == 0, W % 4 == 0,
+/// the separable 4-tap FIR, lrelu, an out buffer, 16-byte aligned buffers, sep_columns not 2; else the
+/// two-column kernel, or the 2-D one without filter1d). For tests.
+bool upconv_epilogue_f16_supports(const UpEpilogueArgs& a);
 
 }  // namespace sg2::cuda

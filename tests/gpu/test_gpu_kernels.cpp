@@ -508,12 +508,18 @@ TEST(GpuKernels, UpconvEpilogueMatchesReference) {
   };
   // C % 8 == 0 with W even takes the separable kernel (16 / 8 output rows x 32 columns per block):
   // partial tiles in both directions, several channel blocks, non-square images
-  const Case cases[] = {
-      {1, 5, 8, 8, DType::f32, DType::f32, false},         {2, 32, 16, 16, DType::f32, DType::f32, true},
-      {3, 40, 8, 8, DType::f16, DType::f16, true},         {1, 64, 32, 32, DType::f16, DType::f32, false},
-      {2, 13, 64, 64, DType::f32, DType::f16, true},       {1, 512, 8, 8, DType::f16, DType::f16, false},
-      {2, 96, 40, 72, DType::f16, DType::f16, true},       {1, 32, 24, 10, DType::f32, DType::f32, true},
-      {2, 48, 36, 8, DType::f16, DType::f16, false, false}};
+  const Case cases[] = {{1, 5, 8, 8, DType::f32, DType::f32, false},
+                        {2, 32, 16, 16, DType::f32, DType::f32, true},
+                        {3, 40, 8, 8, DType::f16, DType::f16, true},
+                        {1, 64, 32, 32, DType::f16, DType::f32, false},
+                        {2, 13, 64, 64, DType::f32, DType::f16, true},
+                        {1, 512, 8, 8, DType::f16, DType::f16, false},
+                        {2, 96, 40, 72, DType::f16, DType::f16, true},
+                        {1, 32, 24, 10, DType::f32, DType::f32, true},
+                        {2, 48, 36, 8, DType::f16, DType::f16, false, false},
+                        // fp16 with W % 4 == 2: the two-column kernel (W % 4 == 0 above takes the four-column one)
+                        {2, 32, 20, 22, DType::f16, DType::f16, true},
+                        {1, 64, 12, 6, DType::f16, DType::f32, false}};
   const std::vector<float> filter = make_filter2d({1, 3, 3, 1});
   const std::vector<float> filter1d = {0.125f, 0.375f, 0.375f, 0.125f};  // outer(filter1d, filter1d) == filter
   auto d_f1 = to_device(filter1d);
@@ -596,6 +602,83 @@ TEST(GpuKernels, UpconvEpilogueMatchesReference) {
       if (sep < 2)
         EXPECT_TRUE(near_rel(to_nchw(from_device(d_raw.get(), {N, H, W, C}, k.out)), v, tol, label + " raw"));
     }
+  }
+}
+
+// The four-column fp16 kernel (kernels/upconv_epilogue_f16.cu) gives the two-column kernel's bits
+// (UpEpilogueArgs::sep_columns = 2 forces the latter): the same sums in the same order and the same
+// epilogue arithmetic, with and without clamp, raw output, noise and tables; partial tiles in both
+// directions, several channel blocks, 16-, 8- and 4-row tiles (num_sms picks them: 0 the tallest; a
+// height is halved while the grid has fewer than 32 x num_sms blocks).
+TEST(GpuKernels, UpconvEpilogueColumnsAgreeBitForBit) {
+  SG2_REQUIRE_GPU();
+  struct Case {
+    int N, C, H, W, num_sms;
+    DType out;
+    bool clamp, raw, noise, per_sample;
+  };
+  const Case cases[] = {{2, 32, 64, 64, 0, DType::f16, true, false, true, true},
+                        {1, 64, 40, 72, 0, DType::f16, true, true, true, false},
+                        {3, 96, 8, 8, 132, DType::f32, false, true, true, true},
+                        {2, 40, 36, 44, 132, DType::f16, true, false, false, false},
+                        {1, 32, 16, 16, 132, DType::f32, true, false, true, false},
+                        {1, 512, 8, 8, 132, DType::f16, false, false, true, true},
+                        // 8-row tiles (16 blocks at 16 rows, 32 at 8), the last one partial at 44 rows
+                        {2, 32, 64, 64, 1, DType::f16, true, false, true, true},
+                        {2, 64, 44, 64, 1, DType::f32, true, true, true, false},
+                        // fp32 output in 16-row tiles, partial in height and width
+                        {1, 32, 40, 36, 0, DType::f32, false, false, true, false}};
+  const std::vector<float> filter = make_filter2d({1, 3, 3, 1});
+  auto d_f = to_device(filter), d_f1 = to_device(std::vector<float>{0.125f, 0.375f, 0.375f, 0.125f});
+  uint32_t seed = 4100;
+  for (const Case& k : cases) {
+    const int N = k.N, C = k.C, H = k.H, W = k.W;
+    const Tensor t = round_f16(randn({N, H + 1, W + 1, C}, seed++, 3.0f));
+    auto d_t = to_device(t, DType::f16), d_dd = to_device(randn({N, C}, seed++)), d_b = to_device(randn({C}, seed++)),
+         d_sc = to_device(randn({N, C}, seed++)), d_noise = to_device(randn({k.per_sample ? N : 1, H, W}, seed++));
+    const size_t count = size_t(N) * H * W * C;
+    std::vector<Tensor> got[2];
+    for (int cols : {2, 4}) {
+      auto d_out = poisoned(count, k.out), d_raw = poisoned(count, k.out);
+      cuda::UpEpilogueArgs a;
+      a.N = N;
+      a.H = H;
+      a.W = W;
+      a.C = C;
+      a.TH = H + 1;
+      a.TW = W + 1;
+      a.pad0 = 1;
+      a.num_sms = k.num_sms;
+      a.t_dtype = DType::f16;
+      a.t = d_t.get();
+      a.filter = d_f.as<float>();
+      a.filter1d = d_f1.as<float>();
+      a.fsize = 4;
+      a.dcoefs = d_dd.as<float>();
+      a.dcoefs_stride = C;
+      if (k.noise) {
+        a.noise = d_noise.as<float>();
+        a.noise_stride_n = k.per_sample ? int64_t(H) * W : 0;
+        a.noise_strength = 0.7f;
+      }
+      a.bias = d_b.as<float>();
+      a.gain = static_cast<float>(std::sqrt(2.0));
+      a.clamp = k.clamp ? 2.5f : -1.0f;
+      a.out_dtype = k.out;
+      a.out = d_out.get();
+      a.out_scale = d_sc.as<float>();
+      a.out_scale_stride = C;
+      a.raw = k.raw ? d_raw.get() : nullptr;
+      a.sep_columns = cols;
+      EXPECT_EQ(cuda::upconv_epilogue_f16_supports(a), cols == 4);  // the two kernels, not one twice
+      cuda::upconv_epilogue(a, nullptr);
+      SG2_CUDA_CHECK(cudaDeviceSynchronize());
+      got[cols / 4].push_back(from_device(d_out.get(), {N, H, W, C}, k.out));
+      if (k.raw) got[cols / 4].push_back(from_device(d_raw.get(), {N, H, W, C}, k.out));
+    }
+    for (size_t i = 0; i < got[0].size(); ++i)
+      EXPECT_EQ(std::memcmp(got[0][i].data(), got[1][i].data(), size_t(got[0][i].numel()) * sizeof(float)), 0)
+          << "N=" << N << " C=" << C << " " << H << "x" << W << (i ? " raw" : " out");
   }
 }
 

@@ -1,0 +1,40 @@
+// sg2 CUDA kernels: what the separable up-conv epilogue kernels share (kernels/upconv_epilogue.cu,
+// the two-column kernel for fp32 and odd shapes; kernels/upconv_epilogue_f16.cu, the four-column
+// fp16 kernel): staged-pixel loads, 4-channel stores, and the fp16 kernel's entry points.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include "kernels/upconv_epilogue.h"
+
+namespace sg2::cuda {
+
+namespace dev_up {
+
+/// 4 consecutive channels of a staged pixel as floats (8 bytes of fp16 or 16 of fp32).
+__device__ __forceinline__ float4 load4(const unsigned char* p, __half) {
+  const uint2 raw = *reinterpret_cast<const uint2*>(p);
+  const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&raw.x));
+  const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&raw.y));
+  return make_float4(lo.x, lo.y, hi.x, hi.y);
+}
+__device__ __forceinline__ float4 load4(const unsigned char* p, float) { return *reinterpret_cast<const float4*>(p); }
+
+__device__ __forceinline__ void store4(float* p, const float (&v)[4]) {
+  *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+}
+__device__ __forceinline__ void store4(__half* p, const float (&v)[4]) {
+  uint2 raw;
+  *reinterpret_cast<__half2*>(&raw.x) = __floats2half2_rn(v[0], v[1]);
+  *reinterpret_cast<__half2*>(&raw.y) = __floats2half2_rn(v[2], v[3]);
+  *reinterpret_cast<uint2*>(p) = raw;
+}
+
+}  // namespace dev_up
+
+/// The four-column fp16 kernel (kernels/upconv_epilogue_f16.cu): the same sums and epilogue as the
+/// two-column one, so the same bits.
+void upconv_epilogue_f16(const UpEpilogueArgs& a, cudaStream_t stream);
+
+}  // namespace sg2::cuda
