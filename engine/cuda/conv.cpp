@@ -178,11 +178,11 @@ ConvChoice choose_conv(const ConvShape& one_image, ConvMath math, const DeviceCa
   // into a tile, are faster (H100, mma.sync, 4 x 4 -> 9 x 9, 512 channels, batch 32: 0.072 against
   // 0.041 ms in fp16, 0.140 against 0.066 in tf32; from 8 x 8 on (81 cells), 1.0-1.85x faster;
   // session 14). 64 cells: inputs of 7 x 7 and up. 3xTF32: wgmma only (its mma.sync twin has no
-  // three-product mode; tc_conv's phase GEMMs run it elsewhere), from 16 x 16 inputs up: there it wins
-  // at every batch (H100, auto, ffhq1024-f b64.conv0 0.104 -> 0.090 ms at batch 1, 1.951 -> 1.415 at
-  // 32; b32.conv0 0.042 -> 0.049 and 0.810 -> 0.482: the two together faster at both), while on 8 x 8
-  // it costs batch 1 0.020 ms per layer (0.026 -> 0.046; 0.373 -> 0.167 at 32, 1.348 -> 0.641 for
-  // paper256's at 128) and on 4 x 4 is slower at every batch (0.113 -> 0.164 at 32); session 16.
+  // three-product mode; tc_conv's phase GEMMs run it elsewhere), from 8 x 8 inputs up (H100, auto,
+  // tc_conv's phase GEMMs -> the tile kernel, session 16: ffhq1024-f b64.conv0 0.104 -> 0.090 ms at
+  // batch 1, 1.951 -> 1.415 at 32; b32.conv0 0.042 -> 0.049 and 0.810 -> 0.482; 8 x 8 0.026 -> 0.046 at
+  // batch 1 but 0.373 -> 0.167 at 32 and 1.348 -> 0.641 for paper256's at 128, so taken for throughput;
+  // 4 x 4 slower at every batch: 0.023 -> 0.046, 0.113 -> 0.164, paper256 0.416 -> 0.634).
   const bool tconv_wgmma = caps.wgmma && caps.encode_tensor_map != nullptr;
   ConvChoice tc_choice = c;
   tc_choice.wgmma = tconv_wgmma;
@@ -191,7 +191,7 @@ ConvChoice choose_conv(const ConvShape& one_image, ConvMath math, const DeviceCa
   if (s.transposed) tc_tconv_tile(s.H, s.W, &tile_rows, &tile_cols);
   const bool tconv_mma = !fp32 && caps.cc_major >= 8 && tc_tconv_mma_smem(tprobe) <= caps.smem_per_block_optin &&
                          tile_rows * tile_cols >= 64;
-  const bool tconv_wgmma_x3 = tconv_wgmma && std::min(s.H, s.W) >= 16;
+  const bool tconv_wgmma_x3 = tconv_wgmma && std::min(s.H, s.W) >= 8;
   const bool tconv_ok = s.transposed && s.k == 3 && data_ok && tc_tconv_shape_ok(tprobe) &&
                         (fp32 ? tconv_wgmma_x3 : tconv_wgmma || tconv_mma);
   if (tconv_ok) {

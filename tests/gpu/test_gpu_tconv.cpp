@@ -330,8 +330,8 @@ TEST(GpuKernels, ConvSelectionPerDevice) {
           s.H = s.W = h;
           const bool by_wgmma = d.wgmma && d.encoder;
           const bool by_mma = d.major >= 8 && d.smem >= (cout % 64 == 0 ? 96u : 60u) * 1024 && h >= 7;
-          // 3xTF32: wgmma only, from 16 x 16 inputs up
-          const bool tiled = fp32 ? by_wgmma && h >= 16 : by_wgmma || by_mma;
+          // 3xTF32: wgmma only, from 8 x 8 inputs up
+          const bool tiled = fp32 ? by_wgmma && h >= 8 : by_wgmma || by_mma;
           const cuda::ConvChoice c = cuda::choose_conv(s, m, caps, true);
           EXPECT_EQ(c.impl, tiled ? cuda::ConvImpl::tc_transposed : untiled)
               << where << " transposed " << h << " x " << h;
