@@ -97,9 +97,13 @@ void write_all(std::FILE* f, const void* data, size_t size, const std::string& p
 /// Creates a directory and its parents (like mkdir -p). Throws Error(io).
 void make_dirs(const std::string& path);
 
-/// Lowercase hex SHA-256 of a byte range / of a whole file (streamed).
+/// Lowercase hex SHA-256 of a byte range / of a whole file (streamed). util/sha256.cpp: the x86 SHA
+/// extensions where the CPU has them, else portable code; the same digest.
 std::string sha256_hex(const uint8_t* data, size_t size);
 std::string sha256_file(const std::string& path);
+/// The portable code alone, and whether sha256_hex uses the SHA extensions on this CPU (tests).
+std::string sha256_hex_portable(const uint8_t* data, size_t size);
+bool sha256_uses_sha_extensions();
 
 /// The last path component ("a/b/c.pkl" -> "c.pkl").
 std::string base_name(const std::string& path);
