@@ -201,5 +201,4 @@ std::string sha256_file(const std::string& path) {
   return sha256_hex(m.data(), m.size());
 }
 
-
 }  // namespace sg2::detail
