@@ -6,6 +6,7 @@
 #include <string>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -69,8 +70,15 @@ __attribute__((target("sha,sse4.1"))) void sha256_blocks_ni(uint32_t* h, const u
   _mm_storeu_si128(reinterpret_cast<__m128i*>(h + 4), hgfe);
 }
 
+// CPUID: leaf 7's EBX bit 29 (SHA), leaf 1's ECX bit 19 (SSE4.1; clang 14's __builtin_cpu_supports
+// knows no "sha")
 bool have_sha_ni() {
-  static const bool yes = __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
+  static const bool yes = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 19))) return false;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    return (b & (1u << 29)) != 0;
+  }();
   return yes;
 }
 #else
