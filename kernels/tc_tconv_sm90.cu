@@ -95,6 +95,23 @@ __device__ __forceinline__ void tap_descs(uint64_t (&d)[9], uint32_t bt) {
   }
 }
 
+/// The nine taps' MMAs of one 8-deep step into the four output phases' sums, in the kernel's fixed
+/// order (the first MMA of each phase scaled by `first`: 0 starts it from zero), one wgmma group's
+/// worth; `x` the A fragments of the four input taps, `d` the nine taps' filter descriptors.
+template <int BNC, bool F16>
+__device__ __forceinline__ void phase_mmas(float (&acc)[4][BNC / 2], const uint32_t (&x)[4][4], const uint64_t (&d)[9],
+                                           int first, int one) {
+  mma<BNC, F16>(acc[0], x[0], d[0], first);
+  mma<BNC, F16>(acc[1], x[0], d[1], first);
+  mma<BNC, F16>(acc[2], x[0], d[3], first);
+  mma<BNC, F16>(acc[3], x[0], d[4], first);
+  mma<BNC, F16>(acc[0], x[1], d[2], one);
+  mma<BNC, F16>(acc[2], x[1], d[5], one);
+  mma<BNC, F16>(acc[0], x[2], d[6], one);
+  mma<BNC, F16>(acc[1], x[2], d[7], one);
+  mma<BNC, F16>(acc[0], x[3], d[8], one);
+}
+
 /// Keeps a set of A fragments alive (unmodified) up to here: the MMAs read them asynchronously.
 __device__ __forceinline__ void reg_keep(const uint32_t (&r)[4][4]) {
 #pragma unroll
@@ -192,37 +209,13 @@ __device__ __forceinline__ void consume(const TcTconvArgs& a, const Geom& gm, ui
 #pragma unroll
       for (int e = 0; e < RP; ++e) reg_fence(part[p][e]);
     wg_fence();
-    mma<BNC, false>(part[0], curl[0], d[0], z);
-    mma<BNC, false>(part[1], curl[0], d[1], z);
-    mma<BNC, false>(part[2], curl[0], d[3], z);
-    mma<BNC, false>(part[3], curl[0], d[4], z);
-    mma<BNC, false>(part[0], curl[1], d[2], one);
-    mma<BNC, false>(part[2], curl[1], d[5], one);
-    mma<BNC, false>(part[0], curl[2], d[6], one);
-    mma<BNC, false>(part[1], curl[2], d[7], one);
-    mma<BNC, false>(part[0], curl[3], d[8], one);
+    phase_mmas<BNC, false>(part, curl, d, z, one);
     wg_commit();
     tap_descs<kTap>(d, bt + uint32_t(C::kBBytes));
-    mma<BNC, false>(part[0], cur[0], d[0], one);
-    mma<BNC, false>(part[1], cur[0], d[1], one);
-    mma<BNC, false>(part[2], cur[0], d[3], one);
-    mma<BNC, false>(part[3], cur[0], d[4], one);
-    mma<BNC, false>(part[0], cur[1], d[2], one);
-    mma<BNC, false>(part[2], cur[1], d[5], one);
-    mma<BNC, false>(part[0], cur[2], d[6], one);
-    mma<BNC, false>(part[1], cur[2], d[7], one);
-    mma<BNC, false>(part[0], cur[3], d[8], one);
+    phase_mmas<BNC, false>(part, cur, d, one, one);
     wg_commit();
     tap_descs<kTap>(d, bt);
-    mma<BNC, false>(part[0], cur[0], d[0], one);
-    mma<BNC, false>(part[1], cur[0], d[1], one);
-    mma<BNC, false>(part[2], cur[0], d[3], one);
-    mma<BNC, false>(part[3], cur[0], d[4], one);
-    mma<BNC, false>(part[0], cur[1], d[2], one);
-    mma<BNC, false>(part[2], cur[1], d[5], one);
-    mma<BNC, false>(part[0], cur[2], d[6], one);
-    mma<BNC, false>(part[1], cur[2], d[7], one);
-    mma<BNC, false>(part[0], cur[3], d[8], one);
+    phase_mmas<BNC, false>(part, cur, d, one, one);
     wg_commit();
   };
   // The nine MMAs of step s of the chunk in `st` on the fragments `cur`, committed as one group.
@@ -231,11 +224,7 @@ __device__ __forceinline__ void consume(const TcTconvArgs& a, const Geom& gm, ui
     // may define a wgmma's inputs inside its pipeline stage: ptxas would serialize the MMAs)
     const uint32_t bt = st + 32 * uint32_t(s);  // tap t's rows at bt + t kTap
     uint64_t d[9];
-#pragma unroll
-    for (int t = 0; t < 9; ++t) {
-      d[t] = smem_desc(bt + uint32_t(t) * kTap);
-      asm volatile("" : "+l"(d[t]));
-    }
+    tap_descs<kTap>(d, bt);
     int z = zero_first, one = 1;
     asm volatile("" : "+r"(z), "+r"(one));
 #pragma unroll
@@ -243,15 +232,7 @@ __device__ __forceinline__ void consume(const TcTconvArgs& a, const Geom& gm, ui
 #pragma unroll
       for (int e = 0; e < R; ++e) reg_fence(acc[p][e]);
     wg_fence();
-    mma<BNC, F16>(acc[0], cur[0], d[0], z);
-    mma<BNC, F16>(acc[1], cur[0], d[1], z);
-    mma<BNC, F16>(acc[2], cur[0], d[3], z);
-    mma<BNC, F16>(acc[3], cur[0], d[4], z);
-    mma<BNC, F16>(acc[0], cur[1], d[2], one);
-    mma<BNC, F16>(acc[2], cur[1], d[5], one);
-    mma<BNC, F16>(acc[0], cur[2], d[6], one);
-    mma<BNC, F16>(acc[1], cur[2], d[7], one);
-    mma<BNC, F16>(acc[0], cur[3], d[8], one);
+    phase_mmas<BNC, F16>(acc, cur, d, z, one);
     wg_commit();
   };
   // Issues step s: mmas, or the 3xTF32 step into part.

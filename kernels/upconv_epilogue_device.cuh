@@ -31,6 +31,38 @@ __device__ __forceinline__ void store4(__half* p, const float (&v)[4]) {
   *reinterpret_cast<uint2*>(p) = raw;
 }
 
+/// The separable 4-tap FIR's step for one window row `r_in`: the horizontal sums of K adjacent
+/// columns (4 channels each) from the row's K + 3 staged pixels `s`, taps u[0..3] in order, each then
+/// added into the up to four output rows it belongs to (rows r_in - 3 .. r_in of TY, vertical tap
+/// r_in - r). Both separable kernels take their sums from here, so the same products in the same order.
+template <int TY, int K>
+__device__ __forceinline__ void fir_row(float (&acc)[TY][K][4], const float4 (&s)[K + 3], const float (&u)[4],
+                                        int r_in) {
+  float h[K][4];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const float* s0 = reinterpret_cast<const float*>(&s[k]);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) h[k][e] = s0[e] * u[0];
+#pragma unroll
+    for (int j = 1; j < 4; ++j) {
+      const float* sj = reinterpret_cast<const float*>(&s[k + j]);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) h[k][e] += sj[e] * u[j];
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int r = r_in - i;
+    if (r >= 0 && r < TY) {
+#pragma unroll
+      for (int k = 0; k < K; ++k)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[r][k][e] += h[k][e] * u[i];
+    }
+  }
+}
+
 }  // namespace dev_up
 
 /// The four-column fp16 kernel (kernels/upconv_epilogue_f16.cu): the same sums and epilogue as the

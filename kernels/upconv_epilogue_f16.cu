@@ -141,29 +141,7 @@ __global__ void __launch_bounds__(kThreads)
     float4 s[F + 3];
 #pragma unroll
     for (int j = 0; j < F + 3; ++j) s[j] = dev_up::load4(S + r_in * kSlots * kPix + col_off[j], __half());
-    float h[4][4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const float* s0 = reinterpret_cast<const float*>(&s[k]);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) h[k][e] = s0[e] * u[0];
-#pragma unroll
-      for (int j = 1; j < F; ++j) {
-        const float* sj = reinterpret_cast<const float*>(&s[k + j]);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) h[k][e] += sj[e] * u[j];
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < F; ++i) {
-      const int r = r_in - i;
-      if (r >= 0 && r < TY) {
-#pragma unroll
-        for (int k = 0; k < 4; ++k)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc[r][k][e] += h[k][e] * u[i];
-      }
-    }
+    dev_up::fir_row<TY, 4>(acc, s, u, r_in);
     if (r_in < TY - (F - 1)) load_noise(r_in + F - 1);
     const int r = r_in - (F - 1);  // complete now: its epilogue
     if (r < 0 || r >= TY || oy0 + r >= a.H || !active) continue;

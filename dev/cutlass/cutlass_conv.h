@@ -27,7 +27,8 @@ struct CutlassConvArgs {
 int cutlass_conv_count(bool f16);
 /// "cutlass sm90 fprop f16 128x128x64 cluster 2x1" (tile M x N x K, the cluster when not 1x1).
 std::string cutlass_conv_name(int i, bool f16);
-/// Workspace bytes configuration i needs for a (0 when it cannot run the problem).
+/// One more than the workspace bytes configuration i needs for `a`: 0 only when it cannot run it
+/// (alignment, sizes, not an sm_90 device).
 size_t cutlass_conv_workspace(int i, const CutlassConvArgs& a);
 /// Runs configuration i on `stream`; false when CUTLASS cannot implement the problem (alignment,
 /// sizes) or the device is not sm_90. Launch errors throw sg2::Error.

@@ -3,46 +3,21 @@
 // templates take minutes to compile, and the build runs them in parallel).
 #include "dev/cutlass/cutlass_conv_sm90.cuh"
 
-namespace sg2::dev {
+namespace sg2::dev::cutlass_sm90 {
 
-namespace cutlass_sm90 {
+namespace {
 using H = cutlass::half_t;
 using F16_128x128 = Fprop<H, Shape<_128, _128, Shape<_64>>, Shape<_1, _1, _1>, Ws, EpiWs>;
 using F16_128x64 = Fprop<H, Shape<_128, _64, Shape<_64>>, Shape<_1, _1, _1>, Ws, EpiWs>;
 using F16_128x128_c2 = Fprop<H, Shape<_128, _128, Shape<_64>>, Shape<_2, _1, _1>, Ws, EpiWs>;
 using F16_64x128 = Fprop<H, Shape<_64, _128, Shape<_64>>, Shape<_1, _1, _1>, Ws, EpiWs>;
-}  // namespace cutlass_sm90
+const Config kF16[] = {config<F16_128x128>("128x128x64"), config<F16_128x64>("128x64x64"),
+                       config<F16_128x128_c2>("128x128x64 cluster 2x1"), config<F16_64x128>("64x128x64")};
+}  // namespace
 
-size_t cutlass_conv_workspace_f16(int i, const CutlassConvArgs& a) {
-  using namespace cutlass_sm90;
-  switch (i) {
-    case 0:
-      return F16_128x128::workspace(a);
-    case 1:
-      return F16_128x64::workspace(a);
-    case 2:
-      return F16_128x128_c2::workspace(a);
-    case 3:
-      return F16_64x128::workspace(a);
-    default:
-      return 0;
-  }
+const Config* f16_configs(int* count) {
+  *count = int(sizeof kF16 / sizeof kF16[0]);
+  return kF16;
 }
 
-bool cutlass_conv_run_f16(int i, const CutlassConvArgs& a, void* ws, size_t ws_bytes, cudaStream_t stream) {
-  using namespace cutlass_sm90;
-  switch (i) {
-    case 0:
-      return F16_128x128::run(a, ws, ws_bytes, stream);
-    case 1:
-      return F16_128x64::run(a, ws, ws_bytes, stream);
-    case 2:
-      return F16_128x128_c2::run(a, ws, ws_bytes, stream);
-    case 3:
-      return F16_64x128::run(a, ws, ws_bytes, stream);
-    default:
-      return false;
-  }
-}
-
-}  // namespace sg2::dev
+}  // namespace sg2::dev::cutlass_sm90

@@ -80,6 +80,19 @@ struct Fprop {
   }
 };
 
+/// One configuration of the table the runner walks: its name and its entry points.
+struct Config {
+  const char* name;
+  size_t (*workspace)(const CutlassConvArgs&);
+  bool (*run)(const CutlassConvArgs&, void*, size_t, cudaStream_t);
+};
+template <class Op>
+constexpr Config config(const char* name) {
+  return {name, &Op::workspace, &Op::run};
+}
+/// The fp16 table (cutlass_conv_f16.cu); its size in *count.
+const Config* f16_configs(int* count);
+
 // CUTLASS's sm90 conv has the one schedule (a TMA producer warp and one consumer warpgroup per
 // tile, not persistent: the cooperative and ping-pong schedules are GEMM-only there)
 using Ws = cutlass::conv::KernelImplicitTmaWarpSpecializedSm90;
