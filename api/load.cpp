@@ -11,6 +11,7 @@
 #include "sg2/generator.h"
 #include "sg2/model.h"
 #include "sg2/random_state.h"
+#include "util/trace.h"
 
 namespace sg2 {
 
@@ -92,7 +93,9 @@ ConvertResult convert_checkpoint_memory(const uint8_t* data, size_t size, const 
 }
 
 ConvertResult convert_checkpoint_report(const std::string& path, const ConvertOptions& options) {
+  detail::trace_step("checkpoint: reading");
   ConvertResult res = readers::read_checkpoint_file(path);
+  detail::trace_step("checkpoint: read and checked");
   complete(res, options);
   return res;
 }

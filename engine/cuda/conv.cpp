@@ -259,6 +259,7 @@ Conv::Conv(cudnnHandle_t handle, const ConvShape& s, ConvMath math, const ConvCh
   const int64_t per_sample = std::max<int64_t>(int64_t(s.H) * s.W * s.Cin, int64_t(s.out_h()) * s.out_w() * s.Cout);
   chunk_ = static_cast<int>(std::min<int64_t>(s.N, std::max<int64_t>(1, (int64_t(1) << 31) / 2 / per_sample)));
   if (choice.impl == ConvImpl::cudnn) {
+    if (!handle) fail(ErrorKind::internal, "Conv: a cuDNN choice without a cuDNN handle");
     add_cudnn_candidates(workspace_limit);
     add_own_candidate(choice.fallback, workspace_limit);
   } else {

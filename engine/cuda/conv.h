@@ -85,7 +85,8 @@ ConvChoice choose_conv(const ConvShape& one_image, ConvMath math, const DeviceCa
 class Conv {
  public:
   /// The convolution of `shape` (at its batch size N) as `choice` says. For cuDNN, lists the
-  /// deterministic algorithms of its heuristic for this batch. No device work.
+  /// deterministic algorithms of its heuristic for this batch (`handle` may be null when `choice`
+  /// is not cuDNN; Error(internal) if it is). No device work.
   Conv(cudnnHandle_t handle, const ConvShape& shape, ConvMath math, const ConvChoice& choice, const DeviceCaps& caps,
        size_t workspace_limit);
   ~Conv();

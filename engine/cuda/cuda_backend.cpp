@@ -27,6 +27,7 @@
 #include "sg2/error.h"
 #include "sg2/npy.h"
 #include "util/file_util.h"
+#include "util/trace.h"
 
 namespace sg2 {
 
@@ -85,12 +86,21 @@ class CudaBackend final : public Backend, public DeviceBench {
       fail(ErrorKind::device, "CUDA device cuda:", index, " does not exist (this machine has ", raw_count,
            raw_count == 1 ? " GPU: cuda:0)" : " GPUs: cuda:0 to cuda:" + std::to_string(raw_count - 1) + ")");
     if (!device_usable(index, &why, &hint)) throw Error(ErrorKind::device, why, hint);
+    detail::trace_step("cuda backend: driver up, device checked");
     DeviceGuard g(index_);
     caps_ = options.limit(DeviceCaps::probe(index_));
     stats_.limit = options.memory_limit_bytes;
     stream_ = std::make_unique<Stream>();
-    cudnn_ = std::make_unique<CudnnHandle>(stream_->get());
+    detail::trace_step("cuda backend: context and stream created");
     dev_ = std::make_unique<DeviceModel>(model_, precision_, caps_, options.batch_invariant, &stats_, stream_->get());
+    if (dev_->uses_cudnn()) {  // batch invariance off: cuDNN's handle (invariant recipes never call it)
+      cudnn_ = std::make_unique<CudnnHandle>(stream_->get());
+      detail::trace_step("cuda backend: cuDNN handle created");
+    }
+    if (detail::trace_enabled()) {  // the upload's time, not the next step's
+      SG2_CUDA_CHECK(cudaStreamSynchronize(stream_->get()));
+      detail::trace_step("cuda backend: weights converted and uploaded");
+    }
     for (const BlockData& b : dev_->blocks()) {
       if (b.conv0) noise_layers_.push_back(&*b.conv0);
       noise_layers_.push_back(&b.conv1);
@@ -287,8 +297,10 @@ class CudaBackend final : public Backend, public DeviceBench {
         executors_.erase(oldest);
       }
       Cached c;
-      c.ex = std::make_unique<Executor>(*dev_, N, cudnn_->get(), caps_, &stats_, stream_->get(), kWorkspaceLimit);
+      c.ex = std::make_unique<Executor>(*dev_, N, cudnn_ ? cudnn_->get() : nullptr, caps_, &stats_, stream_->get(),
+                                        kWorkspaceLimit);
       it = executors_.emplace(N, std::move(c)).first;
+      detail::trace_step("cuda backend: a batch size's buffers and kernels chosen");
     }
     it->second.used = ++use_counter_;
     return *it->second.ex;

@@ -236,4 +236,14 @@ DeviceModel::DeviceModel(const Model& model, Precision precision, const DeviceCa
   SG2_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
+bool DeviceModel::uses_cudnn() const {
+  for (const BlockData& b : blocks_) {
+    const BlockRecipe& r = b.recipe;
+    if (!r.fused_conv1 && r.conv1.needs(ConvImpl::cudnn)) return true;
+    if (b.conv0 && r.conv0.needs(ConvImpl::cudnn)) return true;
+    if (b.skip && r.skip.needs(ConvImpl::cudnn)) return true;
+  }
+  return false;
+}
+
 }  // namespace sg2::cuda

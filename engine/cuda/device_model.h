@@ -80,6 +80,9 @@ class DeviceModel {
   const ModelConfig& config() const { return cfg_; }
   const SynthesisPlan& plan() const { return plan_; }
   const std::vector<BlockData>& blocks() const { return blocks_; }
+  /// Whether any convolution's recipe asks cuDNN (batch invariance off): else no cuDNN handle is
+  /// made (its libraries' start costs a run a few hundred milliseconds).
+  bool uses_cudnn() const;
 
   /// Device pointer of an arena entry.
   template <typename T = float>

@@ -12,6 +12,7 @@
 #include "kernels/modulate.h"
 #include "kernels/upconv_epilogue.h"
 #include "kernels/upfirdn2d.h"
+#include "util/trace.h"
 
 namespace sg2::cuda {
 
@@ -520,6 +521,10 @@ void Executor::replay(const ProgramKey& key, cudaStream_t s) {
     std::vector<Step> steps = program(key, false);
     try {
       it = graphs_.emplace(key, capture(steps, s)).first;
+      if (detail::trace_enabled()) {
+        SG2_CUDA_CHECK(cudaStreamSynchronize(s));
+        detail::trace_step("executor: a program's warm-up run and graph capture done");
+      }
     } catch (const Error& err) {
       if (err.kind() != ErrorKind::device) throw;
       // Some library call refused stream capture: keep correctness, run the launches eagerly.

@@ -38,7 +38,8 @@ using BlockDumpFn = std::function<void(int res, const void* x, DType dtype, int 
 
 class Executor {
  public:
-  /// Allocates every buffer and chooses the convolutions' implementations (runs each once).
+  /// Allocates every buffer and chooses the convolutions' implementations (runs each once);
+  /// `cudnn` may be null when no recipe of `m` asks cuDNN (DeviceModel::uses_cudnn).
   Executor(const DeviceModel& m, int N, cudnnHandle_t cudnn, const DeviceCaps& caps, MemoryStats* stats,
            cudaStream_t stream, size_t workspace_limit);
 

@@ -216,6 +216,13 @@ if has e2e; then  # end to end on the official pickle: the whole command's wall 
     echo "E2E sg2 ${cmd%% *} (one image or none): $(awk "BEGIN{printf \"%.2f\", $b - $a}") s"
   done
   rm -rf /dev/shm/one
+  a=$(date +%s.%N); timeout 20 build/sg2 --version >/dev/null 2>&1; b=$(date +%s.%N)
+  echo "E2E sg2 --version (the libraries' loading): $(awk "BEGIN{printf \"%.3f\", $b - $a}") s"
+  for i in 1 2; do  # where the fixed start goes (util/trace.h)
+    SG2_TRACE=1 timeout 60 build/sg2 generate --network /tmp/e2e/r1024.pkl --seeds 0-31 --batch 32 --format u8npy \
+      --outdir /dev/shm/one 2>&1 | grep -E 'trace|img/s'
+    rm -rf /dev/shm/one
+  done
   timeout 120 build/sg2 bench --end-to-end --network /tmp/e2e/r1024.pkl --seeds "$sd" --batch 32 --format u8npy 2>&1 |
     tail -4
   el
