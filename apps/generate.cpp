@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <future>
 #include <iostream>
 #include <sstream>
 #include <unordered_set>
@@ -195,9 +196,14 @@ int run_generate(int argc, char** argv) {
          " cells for ", seeds.size(), " images");
   int jobs = available_cores();
   if (has(args, "jobs")) jobs = static_cast<int>(parse_int("jobs", get(args, "jobs"), 1, 1024));
-  std::vector<Device> devices =
-      has(args, "device") ? parse_devices(get(args, "device")) : std::vector<Device>{Device::best_available()};
-  if (shard.gpu) devices = {*shard.gpu};  // the launcher's local rank picks the GPU
+  // The CUDA driver and the GPUs' contexts start on a thread (a second or more on some machines)
+  // while the checkpoint is read below; the devices are resolved after it (an explicit list's
+  // syntax now).
+  std::future<void> gpu_start;
+  if (!has(args, "device") || get(args, "device") != "cpu")
+    gpu_start = std::async(std::launch::async, [] { (void)usable_gpu_count(); });
+  std::vector<Device> devices;
+  if (has(args, "device")) devices = parse_devices(get(args, "device"));
   // --outdir NAME.zip: a dataset archive in dataset_tool.py's layout (PNG entries and dataset.json),
   // one per shard (NAME-shardIofN.zip); its folder is the output directory.
   const std::string outdir = get(args, "outdir");
@@ -225,6 +231,8 @@ int run_generate(int argc, char** argv) {
 
   // --- model, generators and the job -----------------------------------------------------------
   const Model model = load_network(args, "generate");
+  if (devices.empty()) devices = {Device::best_available()};
+  if (shard.gpu) devices = {*shard.gpu};  // the launcher's local rank picks the GPU
   std::vector<Generator> gens;
   for (const Device& d : devices) {
     GeneratorOptions o = gen_options;

@@ -91,7 +91,8 @@ class CudaBackend final : public Backend, public DeviceBench {
     caps_ = options.limit(DeviceCaps::probe(index_));
     stats_.limit = options.memory_limit_bytes;
     stream_ = std::make_unique<Stream>();
-    detail::trace_step("cuda backend: context and stream created");
+    map_stream_ = std::make_unique<Stream>();
+    detail::trace_step("cuda backend: context and streams created");
     dev_ = std::make_unique<DeviceModel>(model_, precision_, caps_, options.batch_invariant, &stats_, stream_->get());
     if (dev_->uses_cudnn()) {  // batch invariance off: cuDNN's handle (invariant recipes never call it)
       cudnn_ = std::make_unique<CudnnHandle>(stream_->get());
@@ -111,8 +112,10 @@ class CudaBackend final : public Backend, public DeviceBench {
     try {
       DeviceGuard g(index_);
       executors_.clear();
+      map_cache_.reset();
       dev_.reset();
       cudnn_.reset();
+      map_stream_.reset();
       stream_.reset();
     } catch (...) {
     }
@@ -155,17 +158,35 @@ class CudaBackend final : public Backend, public DeviceBench {
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::out_of_memory || executors_.empty()) throw;
       executors_.clear();  // the cached synthesis buffers made room short
+      map_cache_.reset();
       return map_once(z, c, trunc, dump_dir);
     }
   }
+
+  /// The mapping's buffers for batch N, kept between calls: allocating and freeing them on every
+  /// call made each batch wait for the whole device (cudaFree synchronizes it), the previous
+  /// batch's synthesis and copies included.
+  struct MapCache {
+    MapCache(const DeviceModel& m, int n, MemoryStats* stats)
+        : N(n), mb(m, n, stats), ws(size_t(n) * m.config().num_ws * m.config().w_dim * sizeof(float), stats) {}
+    int N;
+    MappingBuffers mb;
+    DeviceBuffer ws;
+  };
 
   Tensor map_once(const Tensor& z, const Tensor& c, const Truncation& trunc, const std::string& dump_dir) {
     const int N = static_cast<int>(z.dim(0));
     if (N == 0) return Tensor({0, cfg_.num_ws, cfg_.w_dim});
     if (!dump_dir.empty()) detail::make_dirs(dump_dir);
-    cudaStream_t s = stream_->get();
-    MappingBuffers mb(*dev_, N, &stats_);
-    DeviceBuffer ws(size_t(N) * cfg_.num_ws * cfg_.w_dim * sizeof(float), &stats_);
+    // Its own stream: the next batch's mapping runs beside this one's synthesis (stream_), which
+    // it never touches (the ws come back to the host).
+    cudaStream_t s = map_stream_->get();
+    if (!map_cache_ || map_cache_->N != N) {
+      map_cache_.reset();
+      map_cache_ = std::make_unique<MapCache>(*dev_, N, &stats_);
+    }
+    MappingBuffers& mb = map_cache_->mb;
+    DeviceBuffer& ws = map_cache_->ws;
     if (cfg_.z_dim > 0) upload(mb.z.get(), z.data(), size_t(z.numel()), s);
     if (cfg_.c_dim > 0) upload(mb.c.get(), c.data(), size_t(c.numel()), s);
     const int cutoff = trunc.cutoff ? std::min(*trunc.cutoff, cfg_.num_ws) : cfg_.num_ws;
@@ -561,6 +582,8 @@ class CudaBackend final : public Backend, public DeviceBench {
   DeviceCaps caps_;
   MemoryStats stats_;
   std::unique_ptr<Stream> stream_;
+  std::unique_ptr<Stream> map_stream_;  // map(): the mapping network of stream jobs
+  std::unique_ptr<MapCache> map_cache_;
   std::unique_ptr<CudnnHandle> cudnn_;
   std::unique_ptr<DeviceModel> dev_;
   std::map<int, Cached> executors_;

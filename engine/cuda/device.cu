@@ -8,6 +8,7 @@
 #include "engine/backend.h"
 #include "engine/cuda/device_info.h"
 #include "engine/cuda_messages.h"
+#include "util/trace.h"
 
 static_assert(sg2::cuda_status::initialization_error == cudaErrorInitializationError);
 static_assert(sg2::cuda_status::insufficient_driver == cudaErrorInsufficientDriver);
@@ -106,6 +107,7 @@ int cuda_device_count(std::string* why, std::string* hint) {
     }
     if (usable == 0 && why) *why = first_problem;
     if (usable == 0 && hint) *hint = first_hint;
+    detail::trace_step("cuda: driver up, every GPU's context made");
     return usable == n ? n : usable;
   } catch (...) {
     if (why) *why = "querying CUDA devices failed";
