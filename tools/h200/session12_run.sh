@@ -197,15 +197,17 @@ if has e2e; then  # end to end on the official pickle: the whole command's wall 
   tail -1 /tmp/e2e/pickle.log
   sd=${E2E_SEEDS:-0-4095}
   n=$(( ${sd#*-} - ${sd%-*} + 1 ))
-  for target in /tmp/e2e/g /dev/shm/g; do  # the disk, then memory (what the disk costs)
+  for target in /tmp/e2e/g /dev/shm/g; do  # the disk, then memory (what the disk costs); each build alternately
     for fmt in u8npy u8npy; do
-      rm -rf "$target"
-      a=$(date +%s.%N)
-      timeout 120 build/sg2 generate --network /tmp/e2e/r1024.pkl --seeds "$sd" --batch 32 --format "$fmt" \
-        --outdir "$target" 2>&1 | tail -1
-      b=$(date +%s.%N)
-      echo "E2E sg2 generate --format $fmt into $target: $n in $(awk "BEGIN{printf \"%.2f\", $b - $a}") s wall =" \
-        "$(awk "BEGIN{printf \"%.1f\", $n / ($b - $a)}") img/s"
+      for bd in "${builds[@]}"; do
+        rm -rf "$target"
+        a=$(date +%s.%N)
+        LD_LIBRARY_PATH=$bd timeout 120 "$bd/sg2" generate --network /tmp/e2e/r1024.pkl --seeds "$sd" --batch 32 \
+          --format "$fmt" --outdir "$target" 2>&1 | tail -1
+        b=$(date +%s.%N)
+        echo "E2E [$bd] sg2 generate --format $fmt into $target: $n in $(awk "BEGIN{printf \"%.2f\", $b - $a}") s wall =" \
+          "$(awk "BEGIN{printf \"%.1f\", $n / ($b - $a)}") img/s"
+      done
     done
     rm -rf "$target"
   done
@@ -223,8 +225,11 @@ if has e2e; then  # end to end on the official pickle: the whole command's wall 
       --outdir /dev/shm/one 2>&1 | grep -E 'trace|img/s'
     rm -rf /dev/shm/one
   done
-  timeout 120 build/sg2 bench --end-to-end --network /tmp/e2e/r1024.pkl --seeds "$sd" --batch 32 --format u8npy 2>&1 |
-    tail -4
+  for bd in "${builds[@]}"; do
+    echo "E2E [$bd] sg2 bench --end-to-end:"
+    LD_LIBRARY_PATH=$bd timeout 120 "$bd/sg2" bench --end-to-end --network /tmp/e2e/r1024.pkl --seeds "$sd" --batch 32 \
+      --format u8npy 2>&1 | tail -4
+  done
   el
 fi
 if has serve; then  # sg2 serve with two workers on one GPU (tests/serve/test_serve_gpu.py, ctest Serve.MultiGpu)
