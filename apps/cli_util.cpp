@@ -352,8 +352,11 @@ ShardPlan plan_shard(const Args& args) {
   }
   if (option) p.shard.source = "--shard";
   const bool device_open = !has(args, "device") || get(args, "device") == "cuda";
-  const std::optional<int> ordinal = shard_cuda_ordinal(p.shard, usable_gpu_count());
-  if (device_open && ordinal && cuda_available()) p.gpu = Device::parse("cuda:" + std::to_string(*ordinal));
+  // (the GPUs are counted only for a launcher's local rank: counting starts the CUDA driver)
+  if (device_open && p.shard.local_rank >= 0) {
+    const std::optional<int> ordinal = shard_cuda_ordinal(p.shard, usable_gpu_count());
+    if (ordinal && cuda_available()) p.gpu = Device::parse("cuda:" + std::to_string(*ordinal));
+  }
   return p;
 }
 

@@ -26,6 +26,7 @@ struct DemodLayer {
   int out_channels = 0;  ///< Cout
   int64_t q_offset = 0;  ///< its Q [Cout, Cin] in q
   int fp16 = 0;          ///< 1: fp16 pre-normalization (s_in = s / max|s|)
+  int reserved = 0;      ///< the padding, named so that it is zero (a model's device bytes are reproducible)
 };
 
 struct DemodArgs {

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 
+#include "kernels/ref/parallel.h"
 #include "kernels/tc_conv.h"
 #include "kernels/tc_tconv.h"
 
@@ -19,28 +21,121 @@ constexpr int kColAlign = 8;  // style / coefficient columns of each layer start
 
 int align_up(int v, int a) { return (v + a - 1) / a * a; }
 
+/// v in `t` (fp32 as is, fp16 rounded to nearest even) as bytes.
+std::vector<char> as_bytes(const std::vector<float>& v, DType t) {
+  if (t == DType::f32) {
+    std::vector<char> b(v.size() * sizeof(float));
+    if (!v.empty()) std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  }
+  std::vector<char> b(v.size() * sizeof(__half));
+  __half* h = reinterpret_cast<__half*>(b.data());
+  for (size_t i = 0; i < v.size(); ++i) h[i] = __float2half_rn(v[i]);
+  return b;
+}
+
 /// Host staging of the device arena: every entry 256-byte aligned.
 class ArenaBuilder {
  public:
+  void reserve(size_t bytes) { bytes_.reserve(bytes); }
   size_t add_bytes(const void* p, size_t n) {
     const size_t off = (bytes_.size() + 255) / 256 * 256;
     bytes_.resize(off + n);
     if (n) std::memcpy(bytes_.data() + off, p, n);
     return off;
   }
+  size_t add(const std::vector<char>& b) { return add_bytes(b.data(), b.size()); }
   size_t add(const std::vector<float>& v) { return add_bytes(v.data(), v.size() * sizeof(float)); }
   size_t add(const std::vector<int>& v) { return add_bytes(v.data(), v.size() * sizeof(int)); }
-  size_t add(const std::vector<float>& v, DType t) {
-    if (t == DType::f32) return add(v);
-    std::vector<__half> h(v.size());
-    for (size_t i = 0; i < v.size(); ++i) h[i] = __float2half_rn(v[i]);
-    return add_bytes(h.data(), h.size() * sizeof(__half));
-  }
+  size_t add(const std::vector<float>& v, DType t) { return add(as_bytes(v, t)); }
   const std::vector<char>& bytes() const { return bytes_; }
 
  private:
   std::vector<char> bytes_;
 };
+
+/// One convolution's filter in every device layout its recipe needs, as bytes (empty: not needed),
+/// with its demodulation inputs: made for all layers at once on the CPU's threads, placed in the
+/// arena afterwards in layer order (the same bytes at the same offsets as one layer at a time).
+struct PackedConv {
+  std::vector<char> weight;           // the direct/cuDNN layout in the block's dtype
+  std::vector<char> hi, lo;           // the tensor-core kernel's layout (lo: 3xTF32 tails)
+  std::vector<char> tconv, tconv_lo;  // the transposed-conv kernel's layout
+  std::vector<float> q;               // [Cout, Cin]: sum over taps of W^2 (demodulation)
+  std::vector<float> inv;             // [Cout]: the fp16 row scales' inverses (1 in fp32)
+  std::exception_ptr error;           // what packing it threw, rethrown in layer order
+};
+
+/// Packs conv layer `l` of `model` (its weight [Cout, Cin, 3, 3]) for `choice` in `recipe`'s dtype
+/// and math. Throws Error(unsupported) for a kernel size other than 3x3.
+PackedConv pack_conv(const Model& model, const LayerPlan& l, const BlockRecipe& recipe, const ConvChoice& choice) {
+  PackedConv p;
+  const DType dt = recipe.dtype;
+  const Tensor& Wt = model.at(l.name + ".weight");  // [Cout, Cin, k, k]
+  const int O = l.out_channels, I = l.in_channels, K = static_cast<int>(Wt.dim(2) * Wt.dim(3));
+  if (Wt.dim(2) != 3 || Wt.dim(3) != 3) fail(ErrorKind::unsupported, l.name, ": only 3x3 convolutions are supported");
+  const float* W = Wt.data();
+  // fp16: rows scaled by 1 / (sqrt(Cin k^2) max|W[o]|) (spec §3.3); the inverse goes to dcoefs.
+  std::vector<float> scale(static_cast<size_t>(O), 1.0f);
+  p.inv.assign(static_cast<size_t>(O), 1.0f);
+  p.q.resize(static_cast<size_t>(O) * I);
+  for (int o = 0; o < O; ++o) {
+    float mx = 0.0f;
+    for (int i = 0; i < I; ++i) {
+      double sq = 0;
+      for (int k = 0; k < K; ++k) {
+        const float v = W[(int64_t(o) * I + i) * K + k];
+        sq += double(v) * double(v);
+        mx = std::max(mx, std::fabs(v));
+      }
+      p.q[size_t(o) * I + i] = static_cast<float>(sq);
+    }
+    if (dt == DType::f16 && mx > 0.0f) {
+      const float fan = static_cast<float>(std::sqrt(double(I) * K));
+      scale[size_t(o)] = 1.0f / fan / mx;
+      p.inv[size_t(o)] = fan * mx;
+    }
+  }
+  std::vector<float> dev(static_cast<size_t>(O) * I * K);
+  for (int o = 0; o < O; ++o)
+    for (int i = 0; i < I; ++i)
+      for (int k = 0; k < K; ++k) {
+        const float v = W[(int64_t(o) * I + i) * K + k] * scale[size_t(o)];
+        const size_t idx = l.up == 2 ? (size_t(i) * K + k) * O + o   // [Cin, k, k, Cout]
+                                     : (size_t(o) * K + k) * I + i;  // [Cout, k, k, Cin]
+        dev[idx] = v;
+      }
+  p.weight = as_bytes(dev, dt);
+  if (K == 9 && choice.needs(ConvImpl::tensor_core)) {
+    // the tensor-core kernel's layout, [Cout, 3, 3, Cin] for both kinds: 3xTF32 hi and lo, TF32
+    // hi (rounded to nearest), or the fp16 weights
+    std::vector<float> hi(dev.size()), lo(dev.size());
+    if (recipe.math == ConvMath::fp16) {
+      tc_pack_weights(dev.data(), I, O, l.up == 2, hi.data());
+      p.hi = as_bytes(hi, DType::f16);
+    } else {
+      tf32x3_pack_weights(dev.data(), I, O, l.up == 2, hi.data(), lo.data());
+      p.hi = as_bytes(hi, DType::f32);
+      if (recipe.math == ConvMath::fp32_strict) p.lo = as_bytes(lo, DType::f32);
+    }
+  }
+  if (K == 9 && l.up == 2 && choice.needs(ConvImpl::tc_transposed)) {
+    // the transposed-conv kernel's layout: fp16, or TF32 heads (rounded to nearest), and for
+    // 3xTF32 (32-channel phase tiles) the tails
+    const bool x3 = recipe.math == ConvMath::fp32_strict;
+    std::vector<float> packed(dev.size());
+    tc_tconv_pack_weights(dev.data(), I, O, packed.data(), x3);
+    if (recipe.math == ConvMath::fp16) {
+      p.tconv = as_bytes(packed, DType::f16);
+    } else {
+      std::vector<float> hi(dev.size()), lo(dev.size());
+      tf32x3_split_weights(packed.data(), packed.size(), hi.data(), lo.data());
+      p.tconv = as_bytes(hi, DType::f32);
+      if (x3) p.tconv_lo = as_bytes(lo, DType::f32);
+    }
+  }
+  return p;
+}
 
 }  // namespace
 
@@ -88,73 +183,51 @@ DeviceModel::DeviceModel(const Model& model, Precision precision, const DeviceCa
     s_cols_ += width;
     return col;
   };
-  auto make_conv = [&](const LayerPlan& l, const BlockRecipe& recipe, const ConvChoice& choice) {
+  // Every conv layer's filter packed at once, on the CPU's threads (the largest part of a model's
+  // start: 0.6 s for ffhq1024 on one thread), then placed in layer order below.
+  struct ConvJob {
+    const LayerPlan* layer;
+    const BlockRecipe* recipe;
+    const ConvChoice* choice;
+  };
+  std::vector<ConvJob> jobs;
+  for (size_t bi = 0; bi < plan_.blocks.size(); ++bi) {
+    const BlockPlan& b = plan_.blocks[bi];
+    if (b.conv0) jobs.push_back({&*b.conv0, &recipes[bi], &recipes[bi].conv0});
+    jobs.push_back({&b.conv1, &recipes[bi], &recipes[bi].conv1});
+  }
+  std::vector<PackedConv> packed(jobs.size());
+  ref::parallel_for(static_cast<int64_t>(jobs.size()), [&](int64_t j) {
+    const ConvJob& job = jobs[size_t(j)];
+    try {
+      packed[size_t(j)] = pack_conv(model, *job.layer, *job.recipe, *job.choice);
+    } catch (...) {
+      packed[size_t(j)].error = std::current_exception();
+    }
+  });
+  size_t packed_bytes = 0;
+  for (const PackedConv& pc : packed)
+    packed_bytes += pc.weight.size() + pc.hi.size() + pc.lo.size() + pc.tconv.size() + pc.tconv_lo.size() + 5 * 256;
+  ar.reserve(ar.bytes().size() + packed_bytes + (size_t(64) << 20));
+  size_t next_packed = 0;
+  auto make_conv = [&](const LayerPlan& l, const BlockRecipe& recipe) {
+    PackedConv& pc = packed.at(next_packed++);
+    if (pc.error) std::rethrow_exception(pc.error);
     const DType dt = recipe.dtype;
     ConvLayer c;
     c.plan = &l;
     c.dtype = dt;
     c.math = recipe.math;
-    const Tensor& W = model.at(l.name + ".weight");  // [Cout, Cin, k, k]
-    const int O = l.out_channels, I = l.in_channels, K = static_cast<int>(W.dim(2) * W.dim(3));
-    if (W.dim(2) != 3 || W.dim(3) != 3) fail(ErrorKind::unsupported, l.name, ": only 3x3 convolutions are supported");
-    // fp16: rows scaled by 1 / (sqrt(Cin k^2) max|W[o]|) (spec §3.3); the inverse goes to dcoefs.
-    std::vector<float> scale(static_cast<size_t>(O), 1.0f), inv(static_cast<size_t>(O), 1.0f);
-    std::vector<float> q(static_cast<size_t>(O) * I);
-    for (int o = 0; o < O; ++o) {
-      float mx = 0.0f;
-      for (int i = 0; i < I; ++i) {
-        double sq = 0;
-        for (int k = 0; k < K; ++k) {
-          const float v = W[(int64_t(o) * I + i) * K + k];
-          sq += double(v) * double(v);
-          mx = std::max(mx, std::fabs(v));
-        }
-        q[size_t(o) * I + i] = static_cast<float>(sq);
-      }
-      if (dt == DType::f16 && mx > 0.0f) {
-        const float fan = static_cast<float>(std::sqrt(double(I) * K));
-        scale[size_t(o)] = 1.0f / fan / mx;
-        inv[size_t(o)] = fan * mx;
-      }
-    }
-    std::vector<float> dev(W.vec().size());
-    for (int o = 0; o < O; ++o)
-      for (int i = 0; i < I; ++i)
-        for (int k = 0; k < K; ++k) {
-          const float v = W[(int64_t(o) * I + i) * K + k] * scale[size_t(o)];
-          const size_t idx = l.up == 2 ? (size_t(i) * K + k) * O + o   // [Cin, k, k, Cout]
-                                       : (size_t(o) * K + k) * I + i;  // [Cout, k, k, Cin]
-          dev[idx] = v;
-        }
-    c.weight_off = ar.add(dev, dt);
-    if (K == 9 && choice.needs(ConvImpl::tensor_core)) {
-      // the tensor-core kernel's layout, [Cout, 3, 3, Cin] for both kinds: 3xTF32 hi and lo, TF32
-      // hi (rounded to nearest), or the fp16 weights
-      std::vector<float> hi(dev.size()), lo(dev.size());
-      if (c.math == ConvMath::fp16) {
-        tc_pack_weights(dev.data(), I, O, l.up == 2, hi.data());
-        c.weight_hi_off = ar.add(hi, DType::f16);
-      } else {
-        tf32x3_pack_weights(dev.data(), I, O, l.up == 2, hi.data(), lo.data());
-        c.weight_hi_off = ar.add(hi);
-        if (c.math == ConvMath::fp32_strict) c.weight_lo_off = ar.add(lo);
-      }
-    }
-    if (K == 9 && l.up == 2 && choice.needs(ConvImpl::tc_transposed)) {
-      // the transposed-conv kernel's layout: fp16, or TF32 heads (rounded to nearest), and for
-      // 3xTF32 (32-channel phase tiles) the tails
-      const bool x3 = c.math == ConvMath::fp32_strict;
-      std::vector<float> packed(dev.size()), lo(dev.size());
-      tc_tconv_pack_weights(dev.data(), I, O, packed.data(), x3);
-      if (c.math == ConvMath::fp16) {
-        c.weight_tconv_off = ar.add(packed, DType::f16);
-      } else {
-        std::vector<float> hi(dev.size());
-        tf32x3_split_weights(packed.data(), packed.size(), hi.data(), lo.data());
-        c.weight_tconv_off = ar.add(hi);
-        if (x3) c.weight_tconv_lo_off = ar.add(lo);
-      }
-    }
+    const int O = l.out_channels, I = l.in_channels;
+    const std::vector<float>& q = pc.q;
+    const std::vector<float>& inv = pc.inv;
+    c.weight_off = ar.add(pc.weight);
+    if (!pc.hi.empty()) c.weight_hi_off = ar.add(pc.hi);
+    if (!pc.lo.empty()) c.weight_lo_off = ar.add(pc.lo);
+    if (!pc.tconv.empty()) c.weight_tconv_off = ar.add(pc.tconv);
+    if (!pc.tconv_lo.empty()) c.weight_tconv_lo_off = ar.add(pc.tconv_lo);
+    for (std::vector<char>* v : {&pc.weight, &pc.hi, &pc.lo, &pc.tconv, &pc.tconv_lo})
+      std::vector<char>().swap(*v);  // its host memory back
     c.bias_off = ar.add(model.at(l.name + ".bias").vec());
     if (l.noise_index >= 0) {
       c.noise_const_off = ar.add(model.at(l.name + ".noise_const").vec());
@@ -188,8 +261,8 @@ DeviceModel::DeviceModel(const Model& model, Precision precision, const DeviceCa
     bd.plan = &b;
     bd.recipe = recipes[bi];
     bd.dtype = bd.recipe.dtype;
-    if (b.conv0) bd.conv0 = make_conv(*b.conv0, bd.recipe, bd.recipe.conv0);
-    bd.conv1 = make_conv(b.conv1, bd.recipe, bd.recipe.conv1);
+    if (b.conv0) bd.conv0 = make_conv(*b.conv0, bd.recipe);  // in the order of `jobs`
+    bd.conv1 = make_conv(b.conv1, bd.recipe);
     if (b.torgb) {
       TorgbLayer t;
       t.plan = &*b.torgb;
