@@ -34,24 +34,50 @@ std::vector<char> as_bytes(const std::vector<float>& v, DType t) {
   return b;
 }
 
-/// Host staging of the device arena: every entry 256-byte aligned.
+/// The device arena's layout and its entries' host bytes (every entry 256-byte aligned), each kept
+/// as its own chunk: no staging copy of the whole arena, each chunk uploaded where it goes.
 class ArenaBuilder {
  public:
-  void reserve(size_t bytes) { bytes_.reserve(bytes); }
-  size_t add_bytes(const void* p, size_t n) {
-    const size_t off = (bytes_.size() + 255) / 256 * 256;
-    bytes_.resize(off + n);
-    if (n) std::memcpy(bytes_.data() + off, p, n);
+  size_t add(std::vector<char>&& b) {
+    const size_t off = place(b.size());
+    if (!b.empty()) chunks_.push_back({off, std::move(b)});
     return off;
   }
-  size_t add(const std::vector<char>& b) { return add_bytes(b.data(), b.size()); }
+  size_t add_bytes(const void* p, size_t n) {
+    const size_t off = place(n);
+    if (n) {  // built in place (a temporary vector moved in trips GCC 12's -Wfree-nonheap-object)
+      chunks_.emplace_back();
+      chunks_.back().offset = off;
+      chunks_.back().bytes.resize(n);
+      std::memcpy(chunks_.back().bytes.data(), p, n);
+    }
+    return off;
+  }
   size_t add(const std::vector<float>& v) { return add_bytes(v.data(), v.size() * sizeof(float)); }
   size_t add(const std::vector<int>& v) { return add_bytes(v.data(), v.size() * sizeof(int)); }
   size_t add(const std::vector<float>& v, DType t) { return add(as_bytes(v, t)); }
-  const std::vector<char>& bytes() const { return bytes_; }
+  size_t size() const { return size_; }
+  /// Zeroes `arena` (size() bytes) and queues every chunk's copy into it on `stream` (the chunks
+  /// must live until the stream has run them).
+  void upload(void* arena, cudaStream_t stream) const {
+    SG2_CUDA_CHECK(cudaMemsetAsync(arena, 0, size_, stream));
+    for (const Chunk& c : chunks_)
+      SG2_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(arena) + c.offset, c.bytes.data(), c.bytes.size(),
+                                     cudaMemcpyHostToDevice, stream));
+  }
 
  private:
-  std::vector<char> bytes_;
+  struct Chunk {
+    size_t offset = 0;
+    std::vector<char> bytes;
+  };
+  size_t place(size_t n) {
+    const size_t off = (size_ + 255) / 256 * 256;
+    size_ = off + n;
+    return off;
+  }
+  size_t size_ = 0;
+  std::vector<Chunk> chunks_;
 };
 
 /// One convolution's filter in every device layout its recipe needs, as bytes (empty: not needed),
@@ -205,10 +231,6 @@ DeviceModel::DeviceModel(const Model& model, Precision precision, const DeviceCa
       packed[size_t(j)].error = std::current_exception();
     }
   });
-  size_t packed_bytes = 0;
-  for (const PackedConv& pc : packed)
-    packed_bytes += pc.weight.size() + pc.hi.size() + pc.lo.size() + pc.tconv.size() + pc.tconv_lo.size() + 5 * 256;
-  ar.reserve(ar.bytes().size() + packed_bytes + (size_t(64) << 20));
   size_t next_packed = 0;
   auto make_conv = [&](const LayerPlan& l, const BlockRecipe& recipe) {
     PackedConv& pc = packed.at(next_packed++);
@@ -221,13 +243,11 @@ DeviceModel::DeviceModel(const Model& model, Precision precision, const DeviceCa
     const int O = l.out_channels, I = l.in_channels;
     const std::vector<float>& q = pc.q;
     const std::vector<float>& inv = pc.inv;
-    c.weight_off = ar.add(pc.weight);
-    if (!pc.hi.empty()) c.weight_hi_off = ar.add(pc.hi);
-    if (!pc.lo.empty()) c.weight_lo_off = ar.add(pc.lo);
-    if (!pc.tconv.empty()) c.weight_tconv_off = ar.add(pc.tconv);
-    if (!pc.tconv_lo.empty()) c.weight_tconv_lo_off = ar.add(pc.tconv_lo);
-    for (std::vector<char>* v : {&pc.weight, &pc.hi, &pc.lo, &pc.tconv, &pc.tconv_lo})
-      std::vector<char>().swap(*v);  // its host memory back
+    c.weight_off = ar.add(std::move(pc.weight));
+    if (!pc.hi.empty()) c.weight_hi_off = ar.add(std::move(pc.hi));
+    if (!pc.lo.empty()) c.weight_lo_off = ar.add(std::move(pc.lo));
+    if (!pc.tconv.empty()) c.weight_tconv_off = ar.add(std::move(pc.tconv));
+    if (!pc.tconv_lo.empty()) c.weight_tconv_lo_off = ar.add(std::move(pc.tconv_lo));
     c.bias_off = ar.add(model.at(l.name + ".bias").vec());
     if (l.noise_index >= 0) {
       c.noise_const_off = ar.add(model.at(l.name + ".noise_const").vec());
@@ -304,9 +324,9 @@ DeviceModel::DeviceModel(const Model& model, Precision precision, const DeviceCa
   filter_off_ = ar.add(plan_.filter);
   filter1d_off_ = ar.add(plan_.filter1d);
 
-  arena_ = DeviceBuffer(ar.bytes().size(), stats);
-  SG2_CUDA_CHECK(cudaMemcpyAsync(arena_.get(), ar.bytes().data(), ar.bytes().size(), cudaMemcpyHostToDevice, stream));
-  SG2_CUDA_CHECK(cudaStreamSynchronize(stream));
+  arena_ = DeviceBuffer(ar.size(), stats);
+  ar.upload(arena_.get(), stream);
+  SG2_CUDA_CHECK(cudaStreamSynchronize(stream));  // before the chunks go
 }
 
 bool DeviceModel::uses_cudnn() const {
