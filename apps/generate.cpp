@@ -196,14 +196,16 @@ int run_generate(int argc, char** argv) {
          " cells for ", seeds.size(), " images");
   int jobs = available_cores();
   if (has(args, "jobs")) jobs = static_cast<int>(parse_int("jobs", get(args, "jobs"), 1, 1024));
-  // The CUDA driver and the GPUs' contexts start on a thread (a second or more on some machines)
-  // while the checkpoint is read below; the devices are resolved after it (an explicit list's
-  // syntax now).
-  std::future<void> gpu_start;
-  if (!has(args, "device") || get(args, "device") != "cpu")
-    gpu_start = std::async(std::launch::async, [] { (void)usable_gpu_count(); });
+  // The CUDA driver and the GPUs' contexts start on a thread (0.2 s to a few seconds, by machine)
+  // while the checkpoint is read below: the listed GPUs, or for the default device every GPU
+  // (what choosing it counts). The default device is resolved after the read.
   std::vector<Device> devices;
   if (has(args, "device")) devices = parse_devices(get(args, "device"));
+  if (shard.gpu) devices = {*shard.gpu};  // the launcher's local rank picks the GPU
+  std::future<void> gpu_start = std::async(std::launch::async, [&devices] {
+    if (devices.empty()) (void)usable_gpu_count();
+    for (const Device& d : devices) warm_up(d);
+  });
   // --outdir NAME.zip: a dataset archive in dataset_tool.py's layout (PNG entries and dataset.json),
   // one per shard (NAME-shardIofN.zip); its folder is the output directory.
   const std::string outdir = get(args, "outdir");
@@ -231,8 +233,8 @@ int run_generate(int argc, char** argv) {
 
   // --- model, generators and the job -----------------------------------------------------------
   Model model = load_network(args, "generate");
+  gpu_start.wait();
   if (devices.empty()) devices = {Device::best_available()};
-  if (shard.gpu) devices = {*shard.gpu};  // the launcher's local rank picks the GPU
   std::vector<Generator> gens;
   for (const Device& d : devices) {
     GeneratorOptions o = gen_options;

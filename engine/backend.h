@@ -96,4 +96,7 @@ std::unique_ptr<Backend> make_cuda_backend(const Model& model, int index, Precis
 /// `hint` what to do about it when there is advice ("rebuild with -DSG2_CUDA_ARCHITECTURES=86").
 int cuda_device_count(std::string* why, std::string* hint = nullptr);
 
+/// Creates device `index`'s primary context (sg2/generator.h warm_up); errors are ignored.
+void cuda_warm_up(int index);
+
 }  // namespace sg2

@@ -104,6 +104,10 @@ bool cuda_available(std::string* why) { return cuda_device_count(why) > 0; }
 
 int usable_gpu_count() { return cuda_device_count(nullptr); }
 
+void warm_up(const Device& device) {
+  if (device.kind == Device::Kind::cuda) cuda_warm_up(device.index);
+}
+
 Device Device::best_available() {
   Device d;
   if (cuda_device_count(nullptr) > 0) d.kind = Kind::cuda;

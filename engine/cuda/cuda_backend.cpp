@@ -80,7 +80,8 @@ class CudaBackend final : public Backend, public DeviceBench {
       cudaGetLastError();
       raw_count = 0;
     }
-    if (cuda_device_count(&why, &hint) == 0 && raw_count == 0)
+    // (counted, which makes every GPU's context, only to say why none is there)
+    if (raw_count == 0 && cuda_device_count(&why, &hint) == 0)
       throw Error(ErrorKind::device, "cannot run on the GPU: " + why, hint);
     if (index < 0 || index >= raw_count)
       fail(ErrorKind::device, "CUDA device cuda:", index, " does not exist (this machine has ", raw_count,

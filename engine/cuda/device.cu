@@ -115,4 +115,18 @@ int cuda_device_count(std::string* why, std::string* hint) {
   }
 }
 
+void cuda_warm_up(int device) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || device < 0 || device >= count) {
+    cudaGetLastError();
+    return;
+  }
+  int prev = 0;
+  cudaGetDevice(&prev);
+  if (cudaSetDevice(device) == cudaSuccess) cudaFree(nullptr);  // makes the primary context
+  cudaSetDevice(prev);
+  cudaGetLastError();
+  detail::trace_step("cuda: driver up, one GPU's context made");
+}
+
 }  // namespace sg2

@@ -18,6 +18,8 @@ int cuda_device_count(std::string* why, std::string* hint) {
   return 0;
 }
 
+void cuda_warm_up(int) {}
+
 std::unique_ptr<Backend> make_cuda_backend(const Model&, int, Precision, bool) {
   throw Error(ErrorKind::device, kWhy, kRebuild);
 }

@@ -68,6 +68,11 @@ bool cuda_available(std::string* why = nullptr);
 /// The number of GPUs this build can use (cuda:0 .. cuda:N-1; CUDA_VISIBLE_DEVICES applies); 0
 /// without the CUDA backend or a usable GPU.
 int usable_gpu_count();
+/// Starts the CUDA driver and the context of `device` (what opening a Generator there waits for
+/// first: 0.2 s to a few seconds, by machine), so that a caller may overlap it with loading a
+/// model on another thread. Never throws and reports nothing: a Generator on the device says what
+/// is wrong with it. Does nothing for the CPU or in a build without CUDA. Thread-safe.
+void warm_up(const Device& device);
 
 /// Truncation toward mapping.w_avg (official `truncation_psi`, `truncation_cutoff`).
 struct Truncation {

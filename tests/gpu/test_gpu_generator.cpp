@@ -9,6 +9,7 @@
 #include <cstring>
 #include <iostream>
 #include <optional>
+#include <thread>
 
 #include "engine/backend.h"
 #include "engine/cuda/conv.h"
@@ -279,6 +280,32 @@ TEST(GpuGenerator, BadDeviceIndexIsAClearError) {
     EXPECT_EQ(e.kind(), ErrorKind::device);
     EXPECT_NE(std::string(e.what()).find("cuda:99"), std::string::npos) << e.what();
   }
+}
+
+// warm_up (sg2/generator.h) starts a GPU's context on another thread while the model is made;
+// a generator opened afterwards gives the same images as one opened cold, and warming a GPU that
+// does not exist, or the CPU, neither throws nor keeps a generator from reporting the problem.
+TEST(GpuGenerator, WarmUpOnAnotherThreadThenTheSameImages) {
+  SG2_REQUIRE_GPU();
+  GeneratorOptions o;
+  o.device = Device{Device::Kind::cuda, 0};
+  const Inputs in = inputs(make_model(kModels[0]).config, {3, 4});
+  Tensor cold;
+  {
+    Generator g(make_model(kModels[0]), o);
+    cold = g.generate(in.z, in.c);
+  }
+  std::thread t([] {
+    warm_up(Device{Device::Kind::cuda, 0});
+    warm_up(Device{Device::Kind::cuda, 99});
+    warm_up(Device{});
+  });
+  Model model = make_model(kModels[0]);
+  t.join();
+  Generator g(std::move(model), o);
+  EXPECT_TRUE(bit_identical(g.generate(in.z, in.c), cold));
+  o.device = Device{Device::Kind::cuda, 99};
+  EXPECT_THROW(Generator(make_model(kModels[0]), o), Error);
 }
 
 // The library names the reason (no driver, no device) without CLI hints; sg2's CLI adds
