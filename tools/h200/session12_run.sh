@@ -197,6 +197,9 @@ if has e2e; then  # end to end on the official pickle: the whole command's wall 
   tail -1 /tmp/e2e/pickle.log
   sd=${E2E_SEEDS:-0-4095}
   n=$(( ${sd#*-} - ${sd%-*} + 1 ))
+  # the SM clock and power while generating (is a long run held back by the power limit?)
+  nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader -lms 250 >"$OUT/e2e_clocks.txt" 2>&1 &
+  smi_pid=$!
   for target in /tmp/e2e/g /dev/shm/g; do  # the disk, then memory (what the disk costs); each build alternately
     for fmt in u8npy u8npy; do
       for bd in "${builds[@]}"; do
@@ -211,6 +214,8 @@ if has e2e; then  # end to end on the official pickle: the whole command's wall 
     done
     rm -rf "$target"
   done
+  kill "$smi_pid" 2>/dev/null
+  echo "E2E SM clock / power while generating: $(sort "$OUT/e2e_clocks.txt" | uniq -c | sort -rn | head -4 | tr '\n' ';')"
   for cmd in "inspect /tmp/e2e/r1024.pkl" "generate --network /tmp/e2e/r1024.pkl --seeds 0 --format u8npy --outdir /dev/shm/one"; do
     a=$(date +%s.%N)  # what a run costs besides its images: reading the pickle; loading, starting, one image
     timeout 60 build/sg2 $cmd >/dev/null 2>&1
