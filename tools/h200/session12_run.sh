@@ -215,7 +215,8 @@ if has e2e; then  # end to end on the official pickle: the whole command's wall 
     rm -rf "$target"
   done
   kill "$smi_pid" 2>/dev/null
-  echo "E2E SM clock / power while generating: $(sort "$OUT/e2e_clocks.txt" | uniq -c | sort -rn | head -4 | tr '\n' ';')"
+  echo "E2E SM clock / power while generating: $(awk -F', ' '{c[$1]++; p += $2; n++} END {for (k in c) printf "%s x%d; ",
+    k, c[k]; if (n) printf "mean power %.0f W over %d samples", p / n, n}' "$OUT/e2e_clocks.txt")"
   for cmd in "inspect /tmp/e2e/r1024.pkl" "generate --network /tmp/e2e/r1024.pkl --seeds 0 --format u8npy --outdir /dev/shm/one"; do
     a=$(date +%s.%N)  # what a run costs besides its images: reading the pickle; loading, starting, one image
     timeout 60 build/sg2 $cmd >/dev/null 2>&1
