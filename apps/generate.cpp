@@ -22,6 +22,7 @@
 #include <future>
 #include <iostream>
 #include <sstream>
+#include <system_error>
 #include <unordered_set>
 
 #include "cli_util.h"
@@ -202,10 +203,14 @@ int run_generate(int argc, char** argv) {
   std::vector<Device> devices;
   if (has(args, "device")) devices = parse_devices(get(args, "device"));
   if (shard.gpu) devices = {*shard.gpu};  // the launcher's local rank picks the GPU
-  std::future<void> gpu_start = std::async(std::launch::async, [&devices] {
-    if (devices.empty()) (void)usable_gpu_count();
-    for (const Device& d : devices) warm_up(d);
-  });
+  std::future<void> gpu_start;
+  try {
+    gpu_start = std::async(std::launch::async, [&devices] {
+      if (devices.empty()) (void)usable_gpu_count();
+      for (const Device& d : devices) warm_up(d);
+    });
+  } catch (const std::system_error&) {  // no thread to be had: the GPUs start when the generators open
+  }
   // --outdir NAME.zip: a dataset archive in dataset_tool.py's layout (PNG entries and dataset.json),
   // one per shard (NAME-shardIofN.zip); its folder is the output directory.
   const std::string outdir = get(args, "outdir");
@@ -233,7 +238,7 @@ int run_generate(int argc, char** argv) {
 
   // --- model, generators and the job -----------------------------------------------------------
   Model model = load_network(args, "generate");
-  gpu_start.wait();
+  if (gpu_start.valid()) gpu_start.wait();
   if (devices.empty()) devices = {Device::best_available()};
   std::vector<Generator> gens;
   for (const Device& d : devices) {

@@ -217,6 +217,7 @@ class CudaBackend final : public Backend, public DeviceBench {
         cudaGetLastError();
         if (!executors_.empty()) {  // free the other batch sizes' buffers, then try again
           executors_.clear();
+          map_cache_.reset();
           continue;
         }
         if (n == 1)
@@ -300,6 +301,7 @@ class CudaBackend final : public Backend, public DeviceBench {
   void release_batches() override {
     DeviceGuard g(index_);
     executors_.clear();
+    map_cache_.reset();
   }
 
   std::string device_description() const override {
@@ -495,6 +497,7 @@ class CudaBackend final : public Backend, public DeviceBench {
             SG2_CUDA_CHECK(cudaStreamSynchronize(s));
             if (!be_.executors_.empty()) {
               be_.executors_.clear();
+              be_.map_cache_.reset();
               continue;
             }
             if (k == 1)

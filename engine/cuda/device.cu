@@ -4,6 +4,8 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <system_error>
+#include <thread>
 
 #include "engine/backend.h"
 #include "engine/cuda/device_info.h"
@@ -116,17 +118,21 @@ int cuda_device_count(std::string* why, std::string* hint) {
 }
 
 void cuda_warm_up(int device) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || device < 0 || device >= count) {
-    cudaGetLastError();
-    return;
+  // On a thread of its own, so that the caller's current device stays as it was (setting it back
+  // would make that device's context too)
+  try {
+    std::thread([device] {
+      int count = 0;
+      if (cudaGetDeviceCount(&count) != cudaSuccess || device < 0 || device >= count) {
+        cudaGetLastError();
+        return;
+      }
+      if (cudaSetDevice(device) == cudaSuccess) cudaFree(nullptr);  // makes the primary context
+      cudaGetLastError();
+      detail::trace_step("cuda: driver up, one GPU's context made");
+    }).join();
+  } catch (const std::system_error&) {  // no thread to be had: the generator starts the context itself
   }
-  int prev = 0;
-  cudaGetDevice(&prev);
-  if (cudaSetDevice(device) == cudaSuccess) cudaFree(nullptr);  // makes the primary context
-  cudaSetDevice(prev);
-  cudaGetLastError();
-  detail::trace_step("cuda: driver up, one GPU's context made");
 }
 
 }  // namespace sg2

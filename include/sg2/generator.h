@@ -71,7 +71,8 @@ int usable_gpu_count();
 /// Starts the CUDA driver and the context of `device` (what opening a Generator there waits for
 /// first: 0.2 s to a few seconds, by machine), so that a caller may overlap it with loading a
 /// model on another thread. Never throws and reports nothing: a Generator on the device says what
-/// is wrong with it. Does nothing for the CPU or in a build without CUDA. Thread-safe.
+/// is wrong with it. Does nothing for the CPU or in a build without CUDA. Thread-safe; the work
+/// runs on a thread of its own, so the calling thread's current CUDA device stays as it was.
 void warm_up(const Device& device);
 
 /// Truncation toward mapping.w_avg (official `truncation_psi`, `truncation_cutoff`).
