@@ -18,7 +18,8 @@
 # SAN_FILTER, SAN_TOOLS, SAN_BIN (the test binary the sanitizers run, default this tree's), PROBE_FILTER, BASE_TEST_FILTER (the baseline's GPU tests too), SG3, BENCH (';'-separated sg2
 # bench argument lists, both builds), BENCH_NEW (this
 # tree only), ROUNDS, NO_BASE, NCU_KERNELS, PROFILES, OVERLAYS (names of .gpucarry/ov/<name> variants, built, tested with
-# OV_TEST_FILTER and benched beside the baseline), E2E_SEEDS (the e2e phase's seed range, default 0-4095).
+# OV_TEST_FILTER and benched beside the baseline), E2E_SEEDS (the e2e phase's seed range, default 0-4095), E2E_TARGETS
+# (its output folders, default the disk then /dev/shm).
 set -u
 OUT=${OUT:-/tmp/s12_out}
 PH=${PHASES:-build,test,sanitize,bench,profile}
@@ -200,7 +201,7 @@ if has e2e; then  # end to end on the official pickle: the whole command's wall 
   # the SM clock and power while generating (is a long run held back by the power limit?)
   nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader -lms 250 >"$OUT/e2e_clocks.txt" 2>&1 &
   smi_pid=$!
-  for target in /tmp/e2e/g /dev/shm/g; do  # the disk, then memory (what the disk costs); each build alternately
+  for target in ${E2E_TARGETS:-/tmp/e2e/g /dev/shm/g}; do  # the disk, then memory (what the disk costs); each build alternately
     for fmt in u8npy u8npy; do
       for bd in "${builds[@]}"; do
         rm -rf "$target"
