@@ -15,7 +15,7 @@
 #     .gpucarry/ov/<name>/<path>: a variant's files (OVERLAYS), e.g. git diff --name-only main BRANCH -- kernels engine
 #       tests dev, each written by git show BRANCH:<path>
 # Environment: OUT (logs), PHASES (build,test,bench,kernels,profile,ncu,official,e2e,sanitize,serve), KBENCH, TEST_FILTER,
-# SAN_FILTER, SAN_TOOLS, SAN_BIN (the test binary the sanitizers run, default this tree's), PROBE_FILTER, BASE_TEST_FILTER (the baseline's GPU tests too), SG3, BENCH (';'-separated sg2
+# SAN_FILTER, SAN_TOOLS, SAN_TIMEOUT (seconds per tool, default 120), SAN_BIN (the test binary the sanitizers run, default this tree's), PROBE_FILTER, BASE_TEST_FILTER (the baseline's GPU tests too), SG3, BENCH (';'-separated sg2
 # bench argument lists, both builds), BENCH_NEW (this
 # tree only), ROUNDS, NO_BASE, NCU_KERNELS, PROFILES, OVERLAYS (names of .gpucarry/ov/<name> variants, built, tested with
 # OV_TEST_FILTER and benched beside the baseline), E2E_SEEDS (the e2e phase's seed range, default 0-4095), E2E_TARGETS
@@ -23,6 +23,7 @@
 set -u
 OUT=${OUT:-/tmp/s12_out}
 PH=${PHASES:-build,test,sanitize,bench,profile}
+SG3=${SG3:-$PWD/.gpucarry/sg3}  # the official phases' stylegan3 checkout
 has() { [[ ",$PH," == *",$1,"* ]]; }
 mkdir -p "$OUT"
 t0=$(date +%s)
@@ -177,7 +178,7 @@ fi
 if has sanitize; then
   : >"$OUT/sanitizer.log"
   for tool in ${SAN_TOOLS:-memcheck racecheck}; do
-    LD_LIBRARY_PATH=$(dirname "$(dirname "${SAN_BIN:-build/tests/sg2_gpu_tests}")") timeout 120 compute-sanitizer \
+    LD_LIBRARY_PATH=$(dirname "$(dirname "${SAN_BIN:-build/tests/sg2_gpu_tests}")") timeout "${SAN_TIMEOUT:-120}" compute-sanitizer \
       --tool "$tool" --error-exitcode 9 "${SAN_BIN:-build/tests/sg2_gpu_tests}" --gtest_color=no \
       --gtest_filter="${SAN_FILTER:-GpuKernels.Upconv*}" >>"$OUT/sanitizer.log" 2>&1
     echo "$tool rc=$?"
