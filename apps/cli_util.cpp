@@ -16,9 +16,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <iostream>
 #include <limits>
 #include <sstream>
+#include <system_error>
 
 #include "commands.h"
 #include "sg2/convert.h"
@@ -208,7 +210,32 @@ void say(const std::string& command, const char* level, const std::string& text)
   std::cerr << "sg2 " << command << ": " << level << ": " << terminal_safe(text) << "\n";
 }
 
+namespace {
+// The CUDA driver and the GPUs' contexts start on a thread while the checkpoint is read (0.2 s to
+// a few seconds, by machine): the GPUs --device names, or every GPU for the default device (what
+// choosing it counts). Nothing is reported here: the generators report a bad --device.
+std::future<void> start_gpus(const Args& args) {
+  const std::string text = has(args, "device") ? get(args, "device") : std::string();
+  if (text == "cpu") return {};
+  try {
+    return std::async(std::launch::async, [text] {
+      try {
+        if (text.empty()) {
+          (void)usable_gpu_count();
+          return;
+        }
+        for (const Device& d : Device::parse_list(text)) warm_up(d);
+      } catch (...) {  // a bad --device: the generator says so
+      }
+    });
+  } catch (const std::system_error&) {  // no thread to be had: the GPUs start when the generators open
+    return {};
+  }
+}
+}  // namespace
+
 Model load_network(const Args& args, const std::string& command) {
+  const std::future<void> gpus = start_gpus(args);  // waited for on return
   std::string path = network_path(args);
   if (is_url(path)) path = network_url_path(path, command, has(args, "quiet"));  // sg2/download.h: the cache
   if (is_model_file(path)) return load_model_file(path);

@@ -99,7 +99,9 @@ void say(const std::string& command, const char* level, const std::string& text)
 
 /// The model network_path(args) names: a model file, or a checkpoint converted in memory, whose
 /// conversion warnings (ignored variables, ...) go to stderr as sg2 convert prints them; those
-/// about what the config records (estimated w_avg, no stored noise) are model_notices' part.
+/// about what the config records (estimated w_avg, no stored noise) are model_notices' part. The
+/// CUDA driver and the contexts of the GPUs --device names (every GPU without it; none for cpu)
+/// start on a thread meanwhile (sg2::warm_up): a command resolves its default device after this.
 Model load_network(const Args& args, const std::string& command);
 
 /// Generator(model, options), with the CLI's hints: --precision tf32/fp16 on the CPU is refused

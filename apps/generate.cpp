@@ -19,10 +19,8 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <future>
 #include <iostream>
 #include <sstream>
-#include <system_error>
 #include <unordered_set>
 
 #include "cli_util.h"
@@ -197,20 +195,11 @@ int run_generate(int argc, char** argv) {
          " cells for ", seeds.size(), " images");
   int jobs = available_cores();
   if (has(args, "jobs")) jobs = static_cast<int>(parse_int("jobs", get(args, "jobs"), 1, 1024));
-  // The CUDA driver and the GPUs' contexts start on a thread (0.2 s to a few seconds, by machine)
-  // while the checkpoint is read below: the listed GPUs, or for the default device every GPU
-  // (what choosing it counts). The default device is resolved after the read.
+  // The default device is resolved after the checkpoint's read, beside which load_network starts
+  // the CUDA driver and the GPUs' contexts (resolving it starts the driver).
   std::vector<Device> devices;
   if (has(args, "device")) devices = parse_devices(get(args, "device"));
   if (shard.gpu) devices = {*shard.gpu};  // the launcher's local rank picks the GPU
-  std::future<void> gpu_start;
-  try {
-    gpu_start = std::async(std::launch::async, [&devices] {
-      if (devices.empty()) (void)usable_gpu_count();
-      for (const Device& d : devices) warm_up(d);
-    });
-  } catch (const std::system_error&) {  // no thread to be had: the GPUs start when the generators open
-  }
   // --outdir NAME.zip: a dataset archive in dataset_tool.py's layout (PNG entries and dataset.json),
   // one per shard (NAME-shardIofN.zip); its folder is the output directory.
   const std::string outdir = get(args, "outdir");
@@ -238,7 +227,6 @@ int run_generate(int argc, char** argv) {
 
   // --- model, generators and the job -----------------------------------------------------------
   Model model = load_network(args, "generate");
-  if (gpu_start.valid()) gpu_start.wait();
   if (devices.empty()) devices = {Device::best_available()};
   std::vector<Generator> gens;
   for (const Device& d : devices) {

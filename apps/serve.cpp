@@ -113,12 +113,13 @@ std::optional<ServeConfig> serve_config(int argc, char** argv) {
   c.quiet = has(args, "quiet");
   c.http.access_log = !c.quiet;
   c.gen_options = generator_options(args, /*device_lists=*/true);
-  c.devices = has(args, "device") ? parse_devices(get(args, "device")) : std::vector<Device>{Device::best_available()};
+  if (has(args, "device")) c.devices = parse_devices(get(args, "device"));
   if (const char* f = std::getenv("SG2_SERVE_FAULT_EVERY"))  // fault injection for tests and alerting checks
     c.batch.fault_every = static_cast<int>(parse_int("SG2_SERVE_FAULT_EVERY (environment)", f, 1, 1 << 30));
   const std::string path = network_path(args);
   c.network = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
-  c.model = load_network(args, "serve");
+  c.model = load_network(args, "serve");  // the GPUs start meanwhile
+  if (c.devices.empty()) c.devices = {Device::best_available()};
   return c;
 }
 
