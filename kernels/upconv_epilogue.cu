@@ -270,13 +270,9 @@ __global__ void __launch_bounds__(kSepThreads)
   constexpr int kPerPass = kSepThreads / kChunks;  // window columns per pass of the block
   extern __shared__ float4 S4[];
   unsigned char* S = reinterpret_cast<unsigned char*>(S4);
-  int b = blockIdx.x;
-  const int tx = b % tiles_x;
-  b /= tiles_x;
-  const int ty = b % tiles_y;
-  b /= tiles_y;
-  const int cb0 = (b % cblocks) * 32, n = b / cblocks;
-  const int oy0 = ty * TY, ox0 = tx * kSepX, wy0 = oy0 - a.pad0, wx0 = ox0 - a.pad0;
+  const dev_up::Tile tile = dev_up::block_tile(tiles_x, tiles_y, cblocks);
+  const int cb0 = tile.cb0, n = tile.n;
+  const int oy0 = tile.ty * TY, ox0 = tile.tx * kSepX, wy0 = oy0 - a.pad0, wx0 = ox0 - a.pad0;
   const Tin* t = static_cast<const Tin*>(a.t) + size_t(n) * a.TH * a.TW * a.C;
   {
     const int chunk = threadIdx.x % kChunks, col0 = threadIdx.x / kChunks;
@@ -297,16 +293,8 @@ __global__ void __launch_bounds__(kSepThreads)
   const int q = threadIdx.x & 7, p = threadIdx.x >> 3;  // channel quad, column pair
   const int c = cb0 + 4 * q, ox = ox0 + 2 * p;
   const bool active = c < a.C && ox < a.W;  // C % 8 == 0 and W even: c + 3, ox + 1 inside
-  float d[4], bias[4], os[4];
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    d[e] = a.dcoefs && active ? a.dcoefs[size_t(n) * a.dcoefs_stride + c + e] : 1.0f;
-    bias[e] = a.bias && active ? a.bias[c + e] : 0.0f;
-    os[e] = a.out_scale && active ? a.out_scale[size_t(n) * a.out_scale_stride + c + e] : 1.0f;
-  }
-  float u[F];  // taps, flipped (the FIR convolves), gain 4 = 2 x 2
-#pragma unroll
-  for (int j = 0; j < F; ++j) u[j] = 2.0f * __ldg(a.filter1d + (F - 1 - j));
+  float d[4], bias[4], os[4], u[F];
+  dev_up::channel_tables(a, n, c, active, d, bias, os, u);
   const float* noise = a.noise && active ? a.noise + (size_t(n) * a.noise_stride_n + size_t(oy0) * a.W + ox) : nullptr;
   // noise of output row r, scaled, loaded F - 1 window rows before the row is finished
   float nzr[TY][2];

@@ -31,6 +31,39 @@ __device__ __forceinline__ void store4(__half* p, const float (&v)[4]) {
   *reinterpret_cast<uint2*>(p) = raw;
 }
 
+/// A block's tile: blockIdx.x over (tiles_x, tiles_y, channel blocks of 32, samples), x fastest.
+struct Tile {
+  int tx, ty;  ///< the tile's column and row
+  int cb0;     ///< its first channel
+  int n;       ///< its sample
+};
+__device__ __forceinline__ Tile block_tile(int tiles_x, int tiles_y, int cblocks) {
+  int b = blockIdx.x;
+  Tile t;
+  t.tx = b % tiles_x;
+  b /= tiles_x;
+  t.ty = b % tiles_y;
+  b /= tiles_y;
+  t.cb0 = (b % cblocks) * 32;
+  t.n = b / cblocks;
+  return t;
+}
+
+/// Channels c .. c + 3 of sample n: the demodulation coefficients, biases and output scales (1, 0
+/// and 1 where absent or for an inactive thread); and the 4 taps u, flipped (the FIR convolves),
+/// with the up-sampling gain 4 = 2 x 2.
+__device__ __forceinline__ void channel_tables(const UpEpilogueArgs& a, int n, int c, bool active, float (&d)[4],
+                                               float (&bias)[4], float (&os)[4], float (&u)[4]) {
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    d[e] = a.dcoefs && active ? a.dcoefs[size_t(n) * a.dcoefs_stride + c + e] : 1.0f;
+    bias[e] = a.bias && active ? a.bias[c + e] : 0.0f;
+    os[e] = a.out_scale && active ? a.out_scale[size_t(n) * a.out_scale_stride + c + e] : 1.0f;
+  }
+#pragma unroll
+  for (int j = 0; j < 4; ++j) u[j] = 2.0f * __ldg(a.filter1d + (3 - j));
+}
+
 /// The separable 4-tap FIR's step for one window row `r_in`: the horizontal sums of K adjacent
 /// columns (4 channels each) from the row's K + 3 staged pixels `s`, taps u[0..3] in order, each then
 /// added into the up to four output rows it belongs to (rows r_in - 3 .. r_in of TY, vertical tap

@@ -4,6 +4,10 @@
 #include <sys/stat.h>
 
 #include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "sg2/generator.h"
 #include "sg2/image.h"
@@ -87,6 +91,34 @@ TEST(Cli, GenerateMatchesTheApi) {
   EXPECT_EQ(grid.width, 48);
   EXPECT_EQ(grid.height, 32);
   EXPECT_TRUE(grid.pixels == make_grid(ims, 3, 2).pixels);
+}
+
+// SG2_TRACE=1 (util/trace.h): one line per start-up step on stderr, times since the process started
+// in order; without it, none.
+TEST(Cli, TraceTimesTheStartOnlyWhenAsked) {
+  const std::string dir = temp_dir("trace");
+  const std::vector<std::string> args = {"generate", "--device", "cpu",      "--seeds",   "0",
+                                         "--class",  "3",        "--outdir", dir + "/out"};
+  CliResult r = run_cli(args, {"SG2_TRACE=1"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  std::istringstream lines(r.err);
+  std::vector<std::string> steps;
+  double last = 0;
+  for (std::string line; std::getline(lines, line);) {
+    double t = -1;
+    char what[200] = {};
+    if (std::sscanf(line.c_str(), "sg2 trace: %lf s  %199[^\n]", &t, what) != 2) continue;
+    EXPECT_GE(t, last) << line;
+    EXPECT_LT(t, 600.0) << line;
+    last = t;
+    steps.push_back(what);
+  }
+  ASSERT_EQ(steps.size(), 2u) << r.err;  // the CPU: only the checkpoint's read
+  EXPECT_EQ(steps[0], "checkpoint: reading");
+  EXPECT_EQ(steps[1], "checkpoint: read and checked");
+  CliResult quiet = run_cli(args, {"SG2_TRACE=0"});
+  ASSERT_EQ(quiet.status, 0) << describe(quiet);
+  EXPECT_EQ(quiet.err.find("sg2 trace"), std::string::npos) << quiet.err;
 }
 
 TEST(Cli, GenerateIsBatchIndependentAndNoiseSeedReproducible) {
