@@ -19,7 +19,8 @@
 # bench argument lists, both builds), BENCH_NEW (this
 # tree only), ROUNDS, NO_BASE, NCU_KERNELS, PROFILES, OVERLAYS (names of .gpucarry/ov/<name> variants, built, tested with
 # OV_TEST_FILTER and benched beside the baseline), E2E_SEEDS (the e2e phase's seed range, default 0-4095), E2E_TARGETS
-# (its output folders, default the disk then /dev/shm).
+# (its output folders, default the disk then /dev/shm), OV_TEST_TIMEOUT (seconds per overlay's tests; one that fails is
+# not benched).
 set -u
 OUT=${OUT:-/tmp/s12_out}
 PH=${PHASES:-build,test,sanitize,bench,profile}
@@ -103,13 +104,18 @@ for i in "${!ovs[@]}"; do
   wait "${ov_pids[$i]}"
   echo "overlay $ov build rc=$?"
   grep -E "error" "/tmp/ov_${ov}_build.log" | head -5
-  [[ -x "/tmp/ov_$ov/build/sg2" ]] && builds+=("/tmp/ov_$ov/build")
+  ov_ok=1
   if [[ -n "${OV_TEST_FILTER:-}" && -x "/tmp/ov_$ov/build/tests/sg2_gpu_tests" ]]; then
-    LD_LIBRARY_PATH="/tmp/ov_$ov/build" timeout "${TEST_TIMEOUT:-240}" "/tmp/ov_$ov/build/tests/sg2_gpu_tests" \
-      --gtest_color=no --gtest_filter="$OV_TEST_FILTER" >"/tmp/ov_${ov}_tests.log" 2>&1
-    echo "overlay $ov tests rc=$?"
-    grep -E '^\[  (PASSED|FAILED) +\]|^\[  FAILED  \]|Failure$|exception' "/tmp/ov_${ov}_tests.log" | head -12
+    LD_LIBRARY_PATH="/tmp/ov_$ov/build" timeout "${OV_TEST_TIMEOUT:-${TEST_TIMEOUT:-240}}" \
+      "/tmp/ov_$ov/build/tests/sg2_gpu_tests" --gtest_color=no --gtest_filter="$OV_TEST_FILTER" \
+      >"/tmp/ov_${ov}_tests.log" 2>&1
+    rc=$?
+    echo "overlay $ov tests rc=$rc"
+    [[ $rc -eq 0 ]] || ov_ok=0  # a variant that fails its tests (or hangs) is not benched
+    grep -E '^\[  (PASSED|FAILED) +\]|^\[  FAILED  \]|Failure$|exception|wgmma tiles' "/tmp/ov_${ov}_tests.log" | head -12
+    cp "/tmp/ov_${ov}_tests.log" "$OUT/" 2>/dev/null
   fi
+  [[ $ov_ok -eq 1 && -x "/tmp/ov_$ov/build/sg2" ]] && builds+=("/tmp/ov_$ov/build")
 done
 if has bench; then
   : >"$OUT/bench.txt"
