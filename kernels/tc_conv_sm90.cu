@@ -12,20 +12,18 @@
 // Copies (kStages deep): the filter tiles, BN rows of 32 floats (128 bytes) with the 16-byte pieces
 // of row n at piece ^ (n % 8) (the 128-byte swizzle the descriptors name), come by TMA (two 2-D
 // copies per chunk, issued by thread 0, completing on the stage's mbarrier). The activation tile
-// comes by one 4-D TMA copy too where every 128-pixel tile is a box of [N, H, W, Cin] (tc_wgmma_activation_box:
-// forward convs with W | 128 or 128 | W; the padding is zero-filled by the copy engine; rows of 32
-// floats, 128-byte swizzled), else by cp.async per thread into [128][36] floats. Activations reach
-// the tensor cores through registers only, so no proxy fence is needed: a block barrier per chunk
-// (the cp.async data; stage reuse) and the mbarrier wait (the TMA data) order everything.
-// In the chained modes over at most 128 channels per block, a tile may be 256 pixels (use_256_pixels):
-// each warpgroup two 64-row halves with their own accumulator chains on the same filter tile, the
-// same sums (TensorCoreWgmma256PixelTilesAgreeBitForBit).
-// Measured on an H200 (docs/performance-notes.md, session 4): b64.conv1 of ffhq1024-f at batch 32
-// in 4.8-5.2 ms, 75-80 % of the tensor cores' measured TF32 rate (three MMAs per multiply-add).
-// The other operand modes (TcConvArgs::Operands) share everything but the MMAs: tf32 issues
-// hi(A) hi(B) alone; f16 moves fp16 data (a 128-byte row is then 64 channels), uses each 32-bit
-// word of the A fragment as two fp16 values (the m64k16 fp16 fragment sits at the same word
-// positions as the m64k8 TF32 one) and issues one m64nNk16 fp16 wgmma per 32-byte step.
+// comes by one 4-D TMA copy too where every tile (128 or 256 pixels) is a box of [N, H, W, Cin]
+// (tc_wgmma_activation_box: forward convs with W | 128 or 128 | W; the padding is zero-filled by the
+// copy engine; rows of 32 floats, 128-byte swizzled), else by cp.async per thread into [128][36] floats. Activations
+// reach the tensor cores through registers only, so no proxy fence is needed: a block barrier per chunk (the cp.async
+// data; stage reuse) and the mbarrier wait (the TMA data) order everything. In the chained modes over at most 128
+// channels per block, a tile may be 256 pixels (use_256_pixels): each warpgroup two 64-row halves with their own
+// accumulator chains on the same filter tile, the same sums (TensorCoreWgmma256PixelTilesAgreeBitForBit). Measured on
+// an H200 (docs/performance-notes.md, session 4): b64.conv1 of ffhq1024-f at batch 32 in 4.8-5.2 ms, 75-80 % of the
+// tensor cores' measured TF32 rate (three MMAs per multiply-add). The other operand modes (TcConvArgs::Operands) share
+// everything but the MMAs: tf32 issues hi(A) hi(B) alone; f16 moves fp16 data (a 128-byte row is then 64 channels),
+// uses each 32-bit word of the A fragment as two fp16 values (the m64k16 fp16 fragment sits at the same word positions
+// as the m64k8 TF32 one) and issues one m64nNk16 fp16 wgmma per 32-byte step.
 #include <cuda.h>          // CUtensorMap and its enums
 #include <cudaTypedefs.h>  // the encoder's type (the function itself comes through the runtime)
 
@@ -114,9 +112,9 @@ __device__ __forceinline__ void fragment(float v, uint32_t& hi, uint32_t& lo) {
   }
 }
 
-// TA: the activation tile by TMA too (forward convolutions whose 128-pixel tiles are boxes of the
-// [N, H, W, Cin] tensor, tc_wgmma_activation_box): one 4-D copy per chunk, the padding zero-filled by the copy
-// engine, 128-byte swizzled; else cp.async per thread into [128][36] floats.
+// TA: the activation tile by TMA too (forward convolutions whose 128 MH-pixel tiles are boxes of the
+// [N, H, W, Cin] tensor, activation_box): one 4-D copy per chunk, the padding zero-filled by the copy
+// engine, 128-byte swizzled; else cp.async per thread into [128][36] floats (MH = 1 only).
 // FOLD: the block runs every split of the split-K factor one after another (TcConvArgs::fold_splits).
 // tf32 and f16: each split's chain in `part`, added to acc at its end. 3xTF32 (no registers for a
 // third set): each split's sum in acc as before, added at its end into the block's own fp32 output
@@ -603,6 +601,14 @@ bool activation_box(const TcConvArgs& a, int bm, uint32_t (&box)[4]) {
 }  // namespace
 
 bool tc_wgmma_probe() { return probe_device(); }
+
+int tc_wgmma_block_pixels(const TcConvArgs& a, int bn) {
+  uint32_t box[4];
+  const bool chained = a.operands != Ops::tf32x3;
+  if (bn == 128 && chained) return use_256_pixels<128, Ops::f16>(a, box) ? 256 : kBM;
+  if (bn == 64 && chained) return use_256_pixels<64, Ops::f16>(a, box) ? 256 : kBM;
+  return kBM;
+}
 
 PFN_cuTensorMapEncodeTiled_v12000 tc_tensor_map_encoder() {
   void* p = nullptr;

@@ -1024,7 +1024,8 @@ TEST(GpuKernels, TensorCoreWgmma256PixelTilesAgreeBitForBit) {
                         {9, 32, 256, 128, Ops::f16, 0, 4},   // split-K as partials
                         {9, 32, 128, 128, Ops::tf32, 0, 8},  // splits of 5 chunks, the last of 1
                         {5, 16, 64, 128, Ops::tf32, 0, 1},   // one sample per tile
-                        {3, 24, 64, 128, Ops::f16, 0, 1}};   // the last tile partly outside (3 x 576 pixels)
+                        {5, 8, 64, 64, Ops::tf32, 64, 1},    // four samples per tile, the second tile partly outside
+                        {1, 512, 64, 128, Ops::f16, 0, 1}};  // half a row per tile (column origins 0 and 256)
   int checked = 0;
   for (const Case& c : cases) {
     const DType dt = c.ops == Ops::f16 ? DType::f16 : DType::f32;
@@ -1042,6 +1043,13 @@ TEST(GpuKernels, TensorCoreWgmma256PixelTilesAgreeBitForBit) {
       a.block_pixels = pixels;
       return run_tc_conv(a, out, dt);
     };
+    {  // the launch really runs 256-pixel tiles for this case (no silent fallback to 128)
+      cuda::TcConvArgs a = wgmma_conv_args(c.ops, c.N, c.H, c.Cin, c.Cout, false, nullptr, nullptr, nullptr);
+      a.splits = c.splits;
+      a.block_channels = c.bn;
+      a.block_pixels = 256;
+      EXPECT_EQ(cuda::tc_wgmma_block_pixels(a, cuda::tc_wgmma_bn(a)), 256) << c.N << "x" << c.H << " " << c.Cout;
+    }
     const std::vector<char> tiles128 = run(128), tiles256 = run(256);
     EXPECT_EQ(std::memcmp(tiles128.data(), tiles256.data(), tiles128.size()), 0)
         << c.N << "x" << c.H << "x" << c.H << " " << c.Cin << "->" << c.Cout << ", ops " << int(c.ops) << ", " << c.bn
