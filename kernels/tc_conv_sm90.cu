@@ -514,7 +514,7 @@ void launch_t(const TcConvArgs& a, dim3 grid, const CUtensorMap& map_x, cudaStre
 /// activation tile over twice the channels), no folded splits, every 256-pixel tile a box of the
 /// input; asked for (TcConvArgs::block_pixels), or where the grid of 256-pixel tiles still fills
 /// the GPU twice over. These convolutions are bound by the traffic from L2 (session 18, H100, the
-/// tiles' bytes per chunk over the layer's time: 7.1-7.9 TB/s on ffhq1024-f's b64/b128/b256.conv1 in
+/// tiles' bytes per chunk over the layer's time: 7.1-8.1 TB/s on ffhq1024-f's b64/b128/b256.conv1 in
 /// fp16); with 256-pixel tiles ffhq1024-f b256.conv1 at batch 32 took 1.59 -> 1.21 ms in fp16 and
 /// 2.52 -> 1.99 in tf32, paper256 b128.conv1 at 128 1.61 -> 1.20-1.30. Sets box.
 template <int BN, Ops OPS>
