@@ -21,6 +21,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/ref/modulated_conv2d.h"
 #include "kernels/tc_conv.h"
+#include "kernels/tc_conv_sm90.h"
 #include "kernels/tc_tconv.h"
 
 namespace sg2::dev {
@@ -205,6 +206,10 @@ LayerResult bench_conv_layer(const BlockPlan& b, const LayerPlan& l, Precision p
         v.splits = cuda::tc_conv_choose_splits(one, caps.sm_count);
         v.tma_activations = false;
         tcv.push_back({v, base + ", split-k " + std::to_string(v.splits) + ", cp.async activations)"});
+        v.tma_activations = true;  // 256-pixel tiles where the launch takes them
+        v.block_pixels = 256;
+        if (cuda::tc_wgmma_block_pixels(v, cuda::tc_conv_block_channels(v, impl)) == 256)
+          tcv.push_back({v, base + ", split-k " + std::to_string(v.splits) + ", 256 pixels per block)"});
       }
       if (wg) {
         for (int bc : {64, 128, 256}) {

@@ -77,6 +77,11 @@ struct TcConvArgs {
   /// wgmma: load the activations of forward convolutions by TMA where every tile is a box
   /// (tc_wgmma_activation_box); false: cp.async per thread everywhere (the kernel runner's A/B).
   bool tma_activations = true;
+  /// wgmma, forward convolutions with activation boxes in the chained modes: output pixels per
+  /// block, 128 or 256 (two 64-row halves per warpgroup sharing the filter tiles; at most 128
+  /// channels per block, no folded splits); 0: the default (256 where the grid stays large,
+  /// use_256_pixels in kernels/tc_conv_sm90.cu). The kernel runner's variants; the same sums either way.
+  int block_pixels = 0;
   /// wgmma: output channels per block, 64, 128 or 256 (256: tf32 and f16 only); 0: the default
   /// (128 where Cout % 128 == 0, else 64). The kernel runner's variants.
   int block_channels = 0;

@@ -50,15 +50,15 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-/// One thread block's share of a tensor-core convolution GEMM (both kernels): blockIdx.x = 128-pixel
-/// tile of one phase's output pixels, blockIdx.y = BN-channel tile, blockIdx.z = phase + phases *
-/// split-K index. k runs over 128-byte chunks of input channels of one tap (tap-major): 32 fp32
-/// or 64 fp16 channels (ESZ: bytes per element). Also the block's A (activation) copies: 256
-/// threads, 4 per thread per chunk, pixels (tid >> 3) + 32 j, 16-byte segment tid & 7, zero-filled
-/// outside the image.
-template <bool TR, int ESZ = 4>
+/// One thread block's share of a tensor-core convolution GEMM (both kernels): blockIdx.x = BM-pixel
+/// tile of one phase's output pixels (128; 256 for the wgmma kernel's 256-pixel tiles, whose
+/// activations come by TMA: apix and ayx, the cp.async rows, are for 128), blockIdx.y = BN-channel tile, blockIdx.z =
+/// phase + phases * split-K index. k runs over 128-byte chunks of input channels of one tap (tap-major): 32 fp32 or 64
+/// fp16 channels (ESZ: bytes per element). Also the block's A (activation) copies: 256 threads, 4 per thread per chunk,
+/// pixels (tid >> 3) + 32 j, 16-byte segment tid & 7, zero-filled outside the image.
+template <bool TR, int ESZ = 4, int BM = 128>
 struct TcTile {
-  static constexpr int kBM = 128, kBK = 128 / ESZ;  // kBK: channels per chunk
+  static constexpr int kBM = BM, kBK = 128 / ESZ;  // kBK: channels per chunk
   int py, px, Wo, HWo, M, m0, n0, nx, cpt, cbeg, nchunks;
   int taps;        // the packed filter's taps per output channel: 9, or 1 for the 1x1 convolution
   int per_split;   // split-K: chunks per split (the last may have fewer)

@@ -12,17 +12,18 @@
 // Copies (kStages deep): the filter tiles, BN rows of 32 floats (128 bytes) with the 16-byte pieces
 // of row n at piece ^ (n % 8) (the 128-byte swizzle the descriptors name), come by TMA (two 2-D
 // copies per chunk, issued by thread 0, completing on the stage's mbarrier). The activation tile
-// comes by one 4-D TMA copy too where every 128-pixel tile is a box of [N, H, W, Cin] (tc_wgmma_activation_box:
-// forward convs with W | 128 or 128 | W; the padding is zero-filled by the copy engine; rows of 32
-// floats, 128-byte swizzled), else by cp.async per thread into [128][36] floats. Activations reach
-// the tensor cores through registers only, so no proxy fence is needed: a block barrier per chunk
-// (the cp.async data; stage reuse) and the mbarrier wait (the TMA data) order everything.
-// Measured on an H200 (docs/performance-notes.md, session 4): b64.conv1 of ffhq1024-f at batch 32
-// in 4.8-5.2 ms, 75-80 % of the tensor cores' measured TF32 rate (three MMAs per multiply-add).
-// The other operand modes (TcConvArgs::Operands) share everything but the MMAs: tf32 issues
-// hi(A) hi(B) alone; f16 moves fp16 data (a 128-byte row is then 64 channels), uses each 32-bit
-// word of the A fragment as two fp16 values (the m64k16 fp16 fragment sits at the same word
-// positions as the m64k8 TF32 one) and issues one m64nNk16 fp16 wgmma per 32-byte step.
+// comes by one 4-D TMA copy too where every tile (128 or 256 pixels) is a box of [N, H, W, Cin]
+// (tc_wgmma_activation_box: forward convs with W | 128 or 128 | W; the padding is zero-filled by the
+// copy engine; rows of 32 floats, 128-byte swizzled), else by cp.async per thread into [128][36] floats. Activations
+// reach the tensor cores through registers only, so no proxy fence is needed: a block barrier per chunk (the cp.async
+// data; stage reuse) and the mbarrier wait (the TMA data) order everything. In the chained modes over at most 128
+// channels per block, a tile may be 256 pixels (use_256_pixels): each warpgroup two 64-row halves with their own
+// accumulator chains on the same filter tile, the same sums (TensorCoreWgmma256PixelTilesAgreeBitForBit). Measured on
+// an H200 (docs/performance-notes.md, session 4): b64.conv1 of ffhq1024-f at batch 32 in 4.8-5.2 ms, 75-80 % of the
+// tensor cores' measured TF32 rate (three MMAs per multiply-add). The other operand modes (TcConvArgs::Operands) share
+// everything but the MMAs: tf32 issues hi(A) hi(B) alone; f16 moves fp16 data (a 128-byte row is then 64 channels),
+// uses each 32-bit word of the A fragment as two fp16 values (the m64k16 fp16 fragment sits at the same word positions
+// as the m64k8 TF32 one) and issues one m64nNk16 fp16 wgmma per 32-byte step.
 #include <cuda.h>          // CUtensorMap and its enums
 #include <cudaTypedefs.h>  // the encoder's type (the function itself comes through the runtime)
 
@@ -44,14 +45,20 @@ constexpr int kBM = 128, kBK = 32, kThreads = 256;  // kBK: 32-bit words per 128
 constexpr int kAP = kBK + 4;                        // activation tile row pitch (words)
 using Ops = TcConvArgs::Operands;
 
-template <int BN, Ops OPS>
+/// Whether every bm-pixel tile of this forward convolution is one box of the [N, H, W, Cin] tensor
+/// (tc_wgmma_activation_box, for 128 or 256 pixels); sets the box.
+bool activation_box(const TcConvArgs& a, int bm, uint32_t (&box)[4]);
+
+template <int BN, Ops OPS, int MH = 1>
 struct WgCfg {
   // Stages: chunk c - 1 is being read by the tensor cores, c is being split, c + 1 .. c + kStages
   // - 3 are in flight, and c + kStages - 2 is being issued (the stage chunk c - 2 left).
   static constexpr int kStages = 4;
-  static constexpr int kNB = OPS == Ops::tf32x3 ? 2 : 1;       // filter tiles per stage: hi (, lo)
-  static constexpr int kBBytes = BN * 128;                     // one filter tile
-  static constexpr int kABytes = kBM * kAP * 4;                // the activation tile
+  static constexpr int kNB = OPS == Ops::tf32x3 ? 2 : 1;  // filter tiles per stage: hi (, lo)
+  static constexpr int kBBytes = BN * 128;                // one filter tile
+  // the activation tile: [128][36] words (cp.async), or 256 rows of 128 bytes (MH = 2: 256-pixel
+  // tiles, activations by TMA)
+  static constexpr int kABytes = MH == 1 ? kBM * kAP * 4 : MH * kBM * 128;
   static constexpr int kStage = kNB * kBBytes + kABytes;       // a multiple of 1024: every tile 1024-aligned
   static constexpr size_t kBars = size_t(kStages) * kStage;    // the stages' mbarriers
   static constexpr size_t kSmem = kBars + 8 * kStages + 1024;  // + room to align the base
@@ -105,22 +112,25 @@ __device__ __forceinline__ void fragment(float v, uint32_t& hi, uint32_t& lo) {
   }
 }
 
-// TA: the activation tile by TMA too (forward convolutions whose 128-pixel tiles are boxes of the
-// [N, H, W, Cin] tensor, tc_wgmma_activation_box): one 4-D copy per chunk, the padding zero-filled by the copy
-// engine, 128-byte swizzled; else cp.async per thread into [128][36] floats.
+// TA: the activation tile by TMA too (forward convolutions whose 128 MH-pixel tiles are boxes of the
+// [N, H, W, Cin] tensor, activation_box): one 4-D copy per chunk, the padding zero-filled by the copy
+// engine, 128-byte swizzled; else cp.async per thread into [128][36] floats (MH = 1 only).
 // FOLD: the block runs every split of the split-K factor one after another (TcConvArgs::fold_splits).
 // tf32 and f16: each split's chain in `part`, added to acc at its end. 3xTF32 (no registers for a
 // third set): each split's sum in acc as before, added at its end into the block's own fp32 output
 // tile in y (y = 0 + p0, then y + p1, ...: the order of the partials' sum kernel, so the same bits).
-template <int BN, bool TR, bool TA, Ops OPS, bool FOLD>
+template <int BN, int MH, bool TR, bool TA, Ops OPS, bool FOLD>
 __global__ void __launch_bounds__(kThreads, 1)
     tc_conv_wgmma_kernel(TcConvArgs a, const __grid_constant__ CUtensorMap map_hi,
                          const __grid_constant__ CUtensorMap map_lo, const __grid_constant__ CUtensorMap map_x) {
   dev::pdl_begin();
   static_assert(!(TR && TA), "activation boxes: forward convolutions only");
+  static_assert(MH == 1 || (MH == 2 && TA && OPS != Ops::tf32x3 && !FOLD && BN <= 128),
+                "256-pixel tiles: activation boxes, chained modes, no folded splits, at most 128 channels");
 #ifdef SG2_HAVE_WGMMA
-  using C = WgCfg<BN, OPS>;
-  constexpr int R = BN / 2;  // accumulator registers per thread
+  using C = WgCfg<BN, OPS, MH>;
+  constexpr int BM = kBM * MH;  // pixels per tile
+  constexpr int R = BN / 2;     // accumulator registers per thread
   constexpr int ESZ = tc_element_bytes(OPS);
   constexpr int kC = tc_chunk_channels(OPS);  // input channels per chunk
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -130,7 +140,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t sbase = raw_addr + pad;
 
   const int tid = threadIdx.x;
-  const dev::TcTile<TR, ESZ> tl(a, BN);
+  const dev::TcTile<TR, ESZ, BM> tl(a, BN);
   if (tl.m0 >= tl.M) return;  // whole block (phases have different sizes)
   const int n0 = tl.n0, nchunks = tl.nchunks, cbeg = tl.cbeg;
   constexpr int S = C::kStages;
@@ -188,7 +198,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     if (tid == 0) {
       const uint32_t dst = sbase + stage * C::kStage, bar = bars + 8 * stage;
-      mbar_expect_tx(bar, (OPS == Ops::tf32x3 ? 2 : 1) * C::kBBytes + (TA ? kBM * 128 : 0));
+      mbar_expect_tx(bar, (OPS == Ops::tf32x3 ? 2 : 1) * C::kBBytes + (TA ? BM * 128 : 0));
       tma_load_2d(dst, &map_hi, tap_off + cur_ci, n0, bar);
       if constexpr (OPS == Ops::tf32x3) tma_load_2d(dst + C::kBBytes, &map_lo, tap_off + cur_ci, n0, bar);
       if constexpr (TA) tma_load_4d(dst + C::kNB * C::kBBytes, &map_x, cur_ci, ox, oy, box_n, bar);
@@ -202,15 +212,16 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   const int lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t4 = lane & 3;
-  const int wr = (warp >> 2) * 64 + (warp & 3) * 16;  // the warp's first pixel row in the tile
+  // the warp's first pixel row in the tile (MH = 2: and 64 rows below, its warpgroup's second half)
+  const int wr = (warp >> 2) * 64 * MH + (warp & 3) * 16;
   // tf32x3: each chunk summed from zero in `part`, then added to acc (round to nearest); the other
   // modes chain every chunk's MMAs into acc (one tensor-core sum over the whole k)
   constexpr bool kChain = OPS != Ops::tf32x3;
   static_assert(!FOLD || BN <= 128, "folded splits: at most 128 channels");
-  constexpr int kPart = kChain && !FOLD ? 1 : R;  // registers of the partial chain
-  float acc[R], part[kPart];
+  constexpr int kPart = kChain && !FOLD ? 1 : R;     // registers of the partial chain
+  float acc[R], part[kPart], acc1[MH == 2 ? R : 1];  // acc1: MH = 2, the second half's
 #pragma unroll
-  for (int e = 0; e < R; ++e) acc[e] = 0.0f;
+  for (int e = 0; e < R; ++e) acc[e] = acc1[e % (MH == 2 ? R : 1)] = 0.0f;
 #pragma unroll
   for (int e = 0; e < kPart; ++e) part[e] = 0.0f;
   // 3xTF32 folded: adds the split's sum acc into y (from zero at the first split), then clears acc
@@ -252,6 +263,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr (kChain && !FOLD) {
 #pragma unroll
       for (int e = 0; e < R; ++e) reg_fence(acc[e]);
+      if constexpr (MH == 2) {
+#pragma unroll
+        for (int e = 0; e < R; ++e) reg_fence(acc1[e]);
+      }
     } else {
 #pragma unroll
       for (int e = 0; e < R; ++e) reg_fence(part[e]);
@@ -282,6 +297,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         fragment<OPS>(p[8 * kBK + q0], xhi[s][1], xlo[s][1]);
         fragment<OPS>(p[q1], xhi[s][2], xlo[s][2]);
         fragment<OPS>(p[8 * kBK + q1], xhi[s][3], xlo[s][3]);
+        if constexpr (MH == 2) {  // the second half, 64 rows below (the same row % 8), into the second set
+          uint32_t unused;
+          fragment<OPS>(p[64 * kBK + q0], xlo[s][0], unused);
+          fragment<OPS>(p[72 * kBK + q0], xlo[s][1], unused);
+          fragment<OPS>(p[64 * kBK + q1], xlo[s][2], unused);
+          fragment<OPS>(p[72 * kBK + q1], xlo[s][3], unused);
+        }
       }
     } else {
       const float* p = at + (wr + g) * kAP + t4;
@@ -325,16 +347,30 @@ __global__ void __launch_bounds__(kThreads, 1)
     } else if constexpr (kChain) {
 #pragma unroll
       for (int e = 0; e < R; ++e) reg_fence(acc[e]);
+      if constexpr (MH == 2) {
+#pragma unroll
+        for (int e = 0; e < R; ++e) reg_fence(acc1[e]);
+      }
       wg_fence();
 #pragma unroll
       for (int s = 0; s < 4; ++s)  // k step s: 32 bytes into each 128-byte filter row
         wgmma<BN, OPS == Ops::f16>(acc, xhi[s], smem_desc(bh + 32 * s), decltype(first)::value ? s > 0 : 1);
+      if constexpr (MH == 2) {  // the second half: the same filter tile, its own chain
+#pragma unroll
+        for (int s = 0; s < 4; ++s)
+          wgmma<BN, OPS == Ops::f16>(acc1, xlo[s], smem_desc(bh + 32 * s), decltype(first)::value ? s > 0 : 1);
+      }
       wg_commit();
       if constexpr (!decltype(first)::value) {
         wg_wait<1>();  // chunk c - 1's MMAs are done: its registers (y) and its stage are free
 #pragma unroll
         for (int e = 0; e < R; ++e) reg_fence(acc[e]);
         reg_keep(yhi);
+        if constexpr (MH == 2) {
+#pragma unroll
+          for (int e = 0; e < R; ++e) reg_fence(acc1[e]);
+          reg_keep(ylo);
+        }
       }
       (void)ylo;
     } else {
@@ -372,16 +408,20 @@ __global__ void __launch_bounds__(kThreads, 1)
   if constexpr (FOLD && !kChain) {  // the last split's sum into y
     if (nchunks > 0) flush_split(nchunks - 1 < tl.per_split);
   } else {
-    // accumulator e = 4 j + 2 h + {0, 1}: row g + 8 h, columns 8 j + 2 t4 + {0, 1}
+    // accumulator e = 4 j + 2 h + {0, 1}: row g + 8 h, columns 8 j + 2 t4 + {0, 1} (acc1: 64 rows below)
+    auto store = [&](const auto& v, int row) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int m = tl.m0 + wr + g + 8 * h;
-      if (m >= tl.M) continue;
-      const size_t o = tl.out_offset(a, m) + n0 + 2 * t4;
+      for (int h = 0; h < 2; ++h) {
+        const int m = tl.m0 + row + g + 8 * h;
+        if (m >= tl.M) continue;
+        const size_t o = tl.out_offset(a, m) + n0 + 2 * t4;
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j)
-        dev::store_pair<ESZ>(a, tl.partial, o + 8 * j, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-    }
+        for (int j = 0; j < BN / 8; ++j)
+          dev::store_pair<ESZ>(a, tl.partial, o + 8 * j, v[4 * j + 2 * h], v[4 * j + 2 * h + 1]);
+      }
+    };
+    store(acc, wr);
+    if constexpr (MH == 2) store(acc1, wr + 64);
   }
 #else
   // built without sm_90a code: tc_conv_wgmma_probe() says false, never launched
@@ -455,29 +495,54 @@ CUtensorMap act_map(const TcConvArgs& a, const uint32_t (&box)[4]) {
   return m;
 }
 
-template <int BN, bool TR, bool TA, Ops OPS>
+template <int BN, int MH, bool TR, bool TA, Ops OPS>
 void launch_t(const TcConvArgs& a, dim3 grid, const CUtensorMap& map_x, cudaStream_t stream) {
-  auto* k = tc_conv_wgmma_kernel<BN, TR, TA, OPS, false>;
-  if constexpr (BN <= 128) {
-    if (a.fold_splits) k = tc_conv_wgmma_kernel<BN, TR, TA, OPS, true>;
+  using C = WgCfg<BN, OPS, MH>;
+  auto* k = tc_conv_wgmma_kernel<BN, MH, TR, TA, OPS, false>;
+  if constexpr (BN <= 128 && MH == 1) {
+    if (a.fold_splits) k = tc_conv_wgmma_kernel<BN, MH, TR, TA, OPS, true>;
   }
-  SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(WgCfg<BN, OPS>::kSmem)));
+  SG2_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmem)));
   const CUtensorMap hi = filter_map(a, a.w_hi, BN);
   const CUtensorMap lo = OPS == Ops::tf32x3 ? filter_map(a, a.w_lo, BN) : CUtensorMap{};
-  dev::launch("tc_conv_wgmma_kernel", k, grid, kThreads, WgCfg<BN, OPS>::kSmem, stream, a, hi, lo, map_x);
+  dev::launch("tc_conv_wgmma_kernel", k, grid, kThreads, C::kSmem, stream, a, hi, lo, map_x);
+}
+
+/// Whether a forward convolution runs 256-pixel tiles (two 64-row halves per warpgroup, each its
+/// own accumulator chain on the same filter tile: half the filter traffic per product, the same
+/// sums): the chained modes, 128 channels per block (256-channel blocks already share each
+/// activation tile over twice the channels), no folded splits, every 256-pixel tile a box of the
+/// input; asked for (TcConvArgs::block_pixels), or where the grid of 256-pixel tiles still fills
+/// the GPU twice over. These convolutions are bound by the traffic from L2 (session 18, H100, the
+/// tiles' bytes per chunk over the layer's time: 7.1-8.1 TB/s on ffhq1024-f's b64/b128/b256.conv1 in
+/// fp16); with 256-pixel tiles ffhq1024-f b256.conv1 at batch 32 took 1.59 -> 1.21 ms in fp16 and
+/// 2.52 -> 1.99 in tf32, paper256 b128.conv1 at 128 1.61 -> 1.20-1.30. Sets box.
+template <int BN, Ops OPS>
+bool use_256_pixels(const TcConvArgs& a, uint32_t (&box)[4]) {
+  if (OPS == Ops::tf32x3 || BN > 128 || a.fold_splits || a.block_pixels == 128 || !activation_box(a, 256, box))
+    return false;
+  if (a.block_pixels == 256) return true;
+  const int64_t tiles = (int64_t(a.N) * a.H * a.W + 255) / 256 * (a.Cout / BN) * a.splits;
+  return BN == 128 && a.num_sms > 0 && tiles >= 2 * int64_t(a.num_sms);
 }
 
 template <int BN, Ops OPS>
 void launch_ops(const TcConvArgs& a, dim3 grid, cudaStream_t stream) {
   uint32_t box[4];
-  if (tc_wgmma_activation_box(a, box)) {
-    launch_t<BN, false, true, OPS>(a, grid, act_map(a, box), stream);
+  if constexpr (OPS != Ops::tf32x3 && BN <= 128) {
+    if (use_256_pixels<BN, OPS>(a, box)) {
+      grid.x = static_cast<unsigned>((int64_t(a.N) * a.H * a.W + 255) / 256);
+      return launch_t<BN, 2, false, true, OPS>(a, grid, act_map(a, box), stream);
+    }
+  }
+  if (activation_box(a, kBM, box)) {
+    launch_t<BN, 1, false, true, OPS>(a, grid, act_map(a, box), stream);
   } else {
     CUtensorMap unused{};
     if (a.transposed)
-      launch_t<BN, true, false, OPS>(a, grid, unused, stream);
+      launch_t<BN, 1, true, false, OPS>(a, grid, unused, stream);
     else
-      launch_t<BN, false, false, OPS>(a, grid, unused, stream);
+      launch_t<BN, 1, false, false, OPS>(a, grid, unused, stream);
   }
 }
 
@@ -505,11 +570,14 @@ void launch_bn(const TcConvArgs& a, dim3 grid, cudaStream_t stream) {
 
 }  // namespace
 
-bool tc_wgmma_activation_box(const TcConvArgs& a, uint32_t (&box)[4]) {
+bool tc_wgmma_activation_box(const TcConvArgs& a, uint32_t (&box)[4]) { return activation_box(a, kBM, box); }
+
+namespace {
+bool activation_box(const TcConvArgs& a, int bm, uint32_t (&box)[4]) {
   if (a.transposed || !a.tma_activations) return false;
   box[0] = uint32_t(tc_chunk_channels(a.operands));
-  if (a.W <= kBM && kBM % a.W == 0) {
-    const int rows = kBM / a.W;
+  if (a.W <= bm && bm % a.W == 0) {
+    const int rows = bm / a.W;
     box[1] = a.W;
     if (a.H % rows == 0) {
       box[2] = rows;
@@ -518,20 +586,29 @@ bool tc_wgmma_activation_box(const TcConvArgs& a, uint32_t (&box)[4]) {
     }
     if (rows % a.H == 0) {
       box[2] = a.H;
-      box[3] = rows / a.H;  // <= 128
+      box[3] = rows / a.H;  // <= 256
       return true;
     }
     return false;
   }
-  if (a.W % kBM == 0) {
-    box[1] = kBM;
+  if (a.W % bm == 0) {
+    box[1] = bm;
     box[2] = box[3] = 1;
     return true;
   }
   return false;
 }
+}  // namespace
 
 bool tc_wgmma_probe() { return probe_device(); }
+
+int tc_wgmma_block_pixels(const TcConvArgs& a, int bn) {
+  uint32_t box[4];
+  const bool chained = a.operands != Ops::tf32x3;
+  if (bn == 128 && chained) return use_256_pixels<128, Ops::f16>(a, box) ? 256 : kBM;
+  if (bn == 64 && chained) return use_256_pixels<64, Ops::f16>(a, box) ? 256 : kBM;
+  return kBM;
+}
 
 PFN_cuTensorMapEncodeTiled_v12000 tc_tensor_map_encoder() {
   void* p = nullptr;

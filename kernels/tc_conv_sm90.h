@@ -19,6 +19,10 @@ PFN_cuTensorMapEncodeTiled_v12000 tc_tensor_map_encoder();
 /// Output channels per block for a.Cout: 128 where Cout % 128 == 0, 64 where Cout % 64 == 0,
 /// else 0 (the wgmma kernel does not take the shape).
 int tc_wgmma_bn(const TcConvArgs& a);
+/// Output pixels per block the launch runs for `a` with `bn` channels per block: 256 where
+/// use_256_pixels takes the convolution (chained modes, bn <= 128, no folded splits, 256-pixel
+/// boxes; asked for or a grid that fills the GPU twice), else 128. Host only.
+int tc_wgmma_block_pixels(const TcConvArgs& a, int bn);
 /// Whether the kernel loads this convolution's activations by TMA: every 128-pixel tile of a
 /// forward convolution is one box of the [N, H, W, Cin] tensor (rows of W | 128 with H a multiple
 /// of the tile's rows, whole samples with H W | 128, or 128-pixel pieces of rows with 128 | W);

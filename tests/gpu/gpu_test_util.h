@@ -20,6 +20,7 @@
 #include "engine/cuda/options.h"
 #include "engine/generator_access.h"
 #include "kernels/dtype.h"
+#include "kernels/tc_conv.h"
 #include "sg2/generator.h"
 #include "sg2/tensor.h"
 #include "test_util.h"
@@ -132,6 +133,40 @@ inline DeviceBuffer poisoned(size_t count, DType dt = DType::f32) {
   DeviceBuffer b(std::max<size_t>(count, 1) * cuda::dtype_size(dt), nullptr);
   SG2_CUDA_CHECK(cudaMemset(b.get(), 0xff, b.bytes()));  // 0xffff... is NaN in fp32 and fp16
   return b;
+}
+
+/// The wgmma tensor-core convolution's arguments for a square input (the kernel tests' common part):
+/// operands, batch, size, channels, direction and buffers (w_lo: 3xTF32 only); the caller sets the
+/// split-K and the variants.
+inline cuda::TcConvArgs wgmma_conv_args(cuda::TcConvArgs::Operands ops, int n, int hw, int cin, int cout,
+                                        bool transposed, const void* x, const void* w_hi, const float* w_lo) {
+  cuda::TcConvArgs a;
+  a.operands = ops;
+  a.impl = cuda::TcConvArgs::Impl::wgmma;
+  a.encode_tensor_map = gpu_caps().encode_tensor_map;
+  a.N = n;
+  a.H = a.W = hw;
+  a.Cin = cin;
+  a.Cout = cout;
+  a.transposed = transposed;
+  a.x = x;
+  a.w_hi = w_hi;
+  a.w_lo = ops == cuda::TcConvArgs::Operands::tf32x3 ? w_lo : nullptr;
+  return a;
+}
+
+/// Runs cuda::tc_conv(a) (with the workspace its splits need) into a fresh NaN-filled output of
+/// y_count elements of dt and returns the output's bytes.
+inline std::vector<char> run_tc_conv(cuda::TcConvArgs a, size_t y_count, DType dt) {
+  DeviceBuffer d_y = poisoned(y_count, dt);
+  a.y = d_y.get();
+  DeviceBuffer partial(std::max<size_t>(cuda::tc_conv_workspace(a), 16), nullptr);
+  a.partial = partial.as<float>();
+  EXPECT_TRUE(cuda::tc_conv_supports(a));
+  cuda::tc_conv(a, nullptr);
+  std::vector<char> out(y_count * cuda::dtype_size(dt));
+  SG2_CUDA_CHECK(cudaMemcpy(out.data(), d_y.get(), out.size(), cudaMemcpyDeviceToHost));
+  return out;
 }
 
 /// Host copy of a device buffer holding `shape` elements of `dt`, as float32.

@@ -1002,6 +1002,63 @@ TEST(GpuKernels, TensorCoreConvIsBatchInvariant) {
   EXPECT_GE(checked, 24);
 }
 
+// 256-pixel tiles (kernels/tc_conv_sm90.cu use_256_pixels: each warpgroup two 64-row halves with their
+// own accumulator chains on the same filter tile) give the bits of 128-pixel tiles (checked against
+// the CPU reference above) in the chained modes, 64 and 128 channels per block, every box shape (rows
+// of 64 and 256, one and four samples per tile), split-K as partials, and last tiles partly outside
+// the batch.
+TEST(GpuKernels, TensorCoreWgmma256PixelTilesAgreeBitForBit) {
+  SG2_REQUIRE_GPU();
+  if (!gpu_caps().wgmma) GTEST_SKIP() << "the wgmma kernel does not run on this GPU or build";
+  using Ops = cuda::TcConvArgs::Operands;
+  struct Case {
+    int N, H, Cin, Cout;
+    Ops ops;
+    int bn, splits;
+  };
+  const Case cases[] = {{5, 64, 64, 128, Ops::f16, 0, 1},    // four rows of 64 per tile
+                        {5, 64, 64, 128, Ops::tf32, 0, 1},   //
+                        {5, 64, 128, 64, Ops::f16, 64, 1},   // 64 channels per block
+                        {2, 256, 64, 128, Ops::f16, 0, 1},   // one row of 256 per tile
+                        {3, 8, 64, 128, Ops::f16, 0, 1},     // four samples per tile, the first tile partly outside
+                        {9, 32, 256, 128, Ops::f16, 0, 4},   // split-K as partials
+                        {9, 32, 128, 128, Ops::tf32, 0, 8},  // splits of 5 chunks, the last of 1
+                        {5, 16, 64, 128, Ops::tf32, 0, 1},   // one sample per tile
+                        {5, 8, 64, 64, Ops::tf32, 64, 1},    // four samples per tile, the second tile partly outside
+                        {1, 512, 64, 128, Ops::f16, 0, 1}};  // half a row per tile (column origins 0 and 256)
+  int checked = 0;
+  for (const Case& c : cases) {
+    const DType dt = c.ops == Ops::f16 ? DType::f16 : DType::f32;
+    const size_t out = size_t(c.N) * c.H * c.H * c.Cout;
+    const Tensor x = randn({int64_t(c.N) * c.H * c.H * c.Cin}, 7100 + checked),
+                 w = randn({int64_t(9) * c.Cin * c.Cout}, 7200 + checked, 0.05f);
+    std::vector<float> hi(size_t(w.numel())), lo(size_t(w.numel()));
+    cuda::tf32x3_split_weights(w.data(), size_t(w.numel()), hi.data(), lo.data());
+    auto d_x = to_device(x, dt), d_w = to_device(c.ops == Ops::f16 ? w : Tensor({w.numel()}, hi), dt);
+    auto run = [&](int pixels) {
+      cuda::TcConvArgs a = wgmma_conv_args(c.ops, c.N, c.H, c.Cin, c.Cout, false, d_x.get(), d_w.get(), nullptr);
+      a.splits = c.splits;
+      a.fold = 0;
+      a.block_channels = c.bn;
+      a.block_pixels = pixels;
+      return run_tc_conv(a, out, dt);
+    };
+    {  // the launch really runs 256-pixel tiles for this case (no silent fallback to 128)
+      cuda::TcConvArgs a = wgmma_conv_args(c.ops, c.N, c.H, c.Cin, c.Cout, false, nullptr, nullptr, nullptr);
+      a.splits = c.splits;
+      a.block_channels = c.bn;
+      a.block_pixels = 256;
+      EXPECT_EQ(cuda::tc_wgmma_block_pixels(a, cuda::tc_wgmma_bn(a)), 256) << c.N << "x" << c.H << " " << c.Cout;
+    }
+    const std::vector<char> tiles128 = run(128), tiles256 = run(256);
+    EXPECT_EQ(std::memcmp(tiles128.data(), tiles256.data(), tiles128.size()), 0)
+        << c.N << "x" << c.H << "x" << c.H << " " << c.Cin << "->" << c.Cout << ", ops " << int(c.ops) << ", " << c.bn
+        << " channels per block, split-k " << c.splits;
+    ++checked;
+  }
+  std::cout << "  256-pixel wgmma tiles: " << checked << " configurations bit for bit\n";
+}
+
 // The 3xTF32 kernel is as accurate as FMA fp32 (kernels/tc_conv.h) and far more accurate
 // than plain TF32, on the shapes where it matters (512 channels: 4608 terms per output).
 TEST(GpuKernels, Tf32x3ConvIsAsAccurateAsFma) {

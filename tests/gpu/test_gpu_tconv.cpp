@@ -400,31 +400,13 @@ TEST(GpuKernels, TensorCoreConvLaunchChoicesKeepTheBits) {
         const DeviceBuffer d_x = to_device(x, dt), d_w = to_device(ops == TOps::f16 ? w : Tensor({w.numel()}, hi), dt);
         const DeviceBuffer d_lo = to_device(Tensor({w.numel()}, lo), DType::f32);
         auto run_with = [&](int block_channels, int fold, int num_sms) {
-          auto d_y = poisoned(y_count, dt);
-          cuda::TcConvArgs a;
-          a.operands = ops;
-          a.impl = cuda::TcConvArgs::Impl::wgmma;
-          a.encode_tensor_map = gpu_caps().encode_tensor_map;
-          a.N = sh.N;
-          a.H = a.W = sh.H;
-          a.Cin = sh.Cin;
-          a.Cout = sh.Cout;
-          a.transposed = sh.transposed;
-          a.x = d_x.get();
-          a.w_hi = d_w.get();
-          a.w_lo = ops == TOps::tf32x3 ? d_lo.as<float>() : nullptr;
-          a.y = d_y.get();
+          cuda::TcConvArgs a =
+              wgmma_conv_args(ops, sh.N, sh.H, sh.Cin, sh.Cout, sh.transposed, d_x.get(), d_w.get(), d_lo.as<float>());
           a.splits = splits;
           a.block_channels = block_channels;
           a.fold = fold;
           a.num_sms = num_sms;
-          DeviceBuffer partial(std::max<size_t>(cuda::tc_conv_workspace(a), 16), nullptr);
-          a.partial = partial.as<float>();
-          EXPECT_TRUE(cuda::tc_conv_supports(a));
-          cuda::tc_conv(a, nullptr);
-          std::vector<char> out(y_count * esz);
-          SG2_CUDA_CHECK(cudaMemcpy(out.data(), d_y.get(), out.size(), cudaMemcpyDeviceToHost));
-          return out;
+          return run_tc_conv(a, y_count, dt);
         };
         const std::vector<char> base = run_with(0, 0, 0);
         const std::string what = std::string(ops == TOps::f16    ? "fp16"
