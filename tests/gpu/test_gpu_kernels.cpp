@@ -1131,6 +1131,52 @@ TEST(GpuKernels, TensorCoreWgmmaActivationBoxes) {
   }
 }
 
+// When the launch runs 256-pixel tiles (tc_wgmma_block_pixels; host only, no GPU needed): the
+// chained modes over 64 or 128 channels per block, not folded, every 256-pixel tile a box; by
+// default 128-channel blocks where the grid of 256-pixel tiles fills the GPU twice, or when asked.
+TEST(GpuKernels, TensorCoreWgmma256PixelTileRule) {
+  using Ops = cuda::TcConvArgs::Operands;
+  struct Case {
+    const char* what;
+    int N, H, W, Cout, bn;
+    Ops ops;
+    int block_pixels, num_sms;
+    bool transposed, fold;
+    int want;
+  };
+  const Case cases[] = {
+      {"ffhq b256.conv1, batch 32", 32, 256, 256, 128, 128, Ops::f16, 0, 132, false, false, 256},
+      {"the same in tf32", 32, 256, 256, 128, 128, Ops::tf32, 0, 132, false, false, 256},
+      {"the same in 3xTF32 (no registers for two halves)", 32, 256, 256, 128, 128, Ops::tf32x3, 0, 132, false, false,
+       128},
+      {"no SM count: no default", 32, 256, 256, 128, 128, Ops::f16, 0, 0, false, false, 128},
+      {"one image: 256 tiles < 2 x 132", 1, 256, 256, 128, 128, Ops::f16, 0, 132, false, false, 128},
+      {"two images: 512 tiles", 2, 256, 256, 128, 128, Ops::f16, 0, 132, false, false, 256},
+      {"asked for 128", 32, 256, 256, 128, 128, Ops::f16, 128, 132, false, false, 128},
+      {"asked for 256 on a small grid", 1, 8, 8, 128, 128, Ops::f16, 256, 132, false, false, 256},
+      {"64 channels per block: only when asked", 32, 256, 256, 64, 64, Ops::f16, 0, 132, false, false, 128},
+      {"64 channels per block, asked", 32, 256, 256, 64, 64, Ops::f16, 256, 132, false, false, 256},
+      {"256 channels per block", 32, 64, 64, 512, 256, Ops::f16, 256, 132, false, false, 128},
+      {"folded splits", 32, 256, 256, 128, 128, Ops::f16, 256, 132, false, true, 128},
+      {"transposed (no boxes)", 32, 128, 128, 128, 128, Ops::f16, 256, 132, true, false, 128},
+      {"no 256-pixel box (W = 192)", 4, 64, 192, 128, 128, Ops::f16, 256, 132, false, false, 128},
+  };
+  for (const Case& c : cases) {
+    cuda::TcConvArgs a;
+    a.operands = c.ops;
+    a.N = c.N;
+    a.H = c.H;
+    a.W = c.W;
+    a.Cin = 128;
+    a.Cout = c.Cout;
+    a.transposed = c.transposed;
+    a.fold_splits = c.fold;
+    a.block_pixels = c.block_pixels;
+    a.num_sms = c.num_sms;
+    EXPECT_EQ(cuda::tc_wgmma_block_pixels(a, c.bn), c.want) << c.what;
+  }
+}
+
 TEST(GpuKernels, Tf32x3WeightSplitIsExact) {
   std::vector<float> w = {0.0f,
                           -0.0f,
