@@ -15,7 +15,7 @@
 #     .gpucarry/ov/<name>/<path>: a variant's files (OVERLAYS), e.g. git diff --name-only main BRANCH -- kernels engine
 #       tests dev, each written by git show BRANCH:<path>
 # Environment: OUT (logs), PHASES (build,test,bench,kernels,profile,ncu,official,e2e,sanitize,serve), KBENCH, TEST_FILTER,
-# SAN_FILTER, SAN_TOOLS, SAN_TIMEOUT (seconds per tool, default 120), SAN_BIN (the test binary the sanitizers run, default this tree's), PROBE_FILTER, BASE_TEST_FILTER (the baseline's GPU tests too), SG3, BENCH (';'-separated sg2
+# SAN_FILTER, SAN_TOOLS, SAN_TIMEOUT (seconds per tool, default 120), OFFICIAL_ARGS (';'-separated tools/bench_official.py argument lists), SAN_BIN (the test binary the sanitizers run, default this tree's), PROBE_FILTER, BASE_TEST_FILTER (the baseline's GPU tests too), SG3, BENCH (';'-separated sg2
 # bench argument lists, both builds), BENCH_NEW (this
 # tree only), ROUNDS, NO_BASE, NCU_KERNELS, PROFILES, OVERLAYS (names of .gpucarry/ov/<name> variants, built, tested with
 # OV_TEST_FILTER and benched beside the baseline), E2E_SEEDS (the e2e phase's seed range, default 0-4095), E2E_TARGETS
@@ -194,10 +194,15 @@ if has sanitize; then
 fi
 if has official; then
   wait "$warm_pid"
-  timeout 240 python3 tools/bench_official.py --sg3 "$SG3" ${OFFICIAL_ARGS:---configs ffhq1024-f --batches 1,32 --modes auto,fp16 --iters 10} \
-    --json "$OUT/official.json" >"$OUT/official.log" 2>&1
-  echo "official rc=$?"
-  tail -6 "$OUT/official.log"
+  # OFFICIAL_ARGS: ';'-separated argument lists (e.g. each configuration with its own batch sizes)
+  IFS=';' read -r -a offs <<<"${OFFICIAL_ARGS:---configs ffhq1024-f --batches 1,32 --modes auto,fp16 --iters 10}"
+  for i in "${!offs[@]}"; do
+    # shellcheck disable=SC2086  # each list is split into its arguments
+    timeout 240 python3 tools/bench_official.py --sg3 "$SG3" ${offs[$i]} \
+      --json "$OUT/official$i.json" >"$OUT/official$i.log" 2>&1
+    echo "official (${offs[$i]}) rc=$?"
+    tail -6 "$OUT/official$i.log"
+  done
   el
 fi
 if has e2e; then  # end to end on the official pickle: the whole command's wall clock, model loading included
